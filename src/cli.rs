@@ -1,0 +1,83 @@
+//! Command-line arguments as the user typed them (clap derive). Validation
+//! and resolution happen in [`crate::commands`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// scarsim: simulate failures and relaxed consistency in distributed ML
+/// training, with real training in the loop.
+#[derive(Debug, Parser)]
+#[command(name = "scarsim", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios and write summary.csv, trials.csv and manifest.json for each.
+    Run(RunArgs),
+    /// List the bundled scenarios and the paper panel each reproduces.
+    List,
+    /// Check scenario files without running them.
+    Validate {
+        /// Scenario files or bundled scenario names.
+        #[arg(required = true)]
+        scenarios: Vec<String>,
+    },
+    /// Print the unperturbed run's metric at every iteration (for calibrating criteria).
+    Baseline {
+        /// Scenario file or bundled scenario name.
+        scenario: String,
+        /// Where the data comes from.
+        #[command(flatten)]
+        data: DataArgs,
+    },
+}
+
+/// Options of `scarsim run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files (`.toml`) or bundled scenario names.
+    #[arg(required = true)]
+    pub scenarios: Vec<String>,
+    /// Trials per point (overrides the scenario's `trials`).
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Seed (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output folder; each scenario writes into <OUT>/<scenario name>/.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Where the data comes from.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// No progress bar or per-scenario messages.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Re-run each trial from iteration 0 instead of forking it from the
+    /// unperturbed run (same results, slower; for benchmarking).
+    #[arg(long, hide = true)]
+    pub rerun: bool,
+}
+
+/// Data options shared by the subcommands that train.
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// Folder laid out like ../shared/data: one subfolder per dataset.
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Use the generated stand-ins instead of real data files.
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Size of the stand-ins relative to the real datasets (with --synthetic).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}

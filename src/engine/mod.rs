@@ -1,0 +1,28 @@
+//! The trial engine.
+//!
+//! A trial of a SCAR recovery experiment is the unperturbed run up to its
+//! failure iteration T, a failure and a recovery, then training until the
+//! convergence criterion. Since the prefix is identical to the unperturbed
+//! run, the engine runs that once ([`baseline`]), keeps its trajectory, and
+//! forks every trial from x(T) ([`trial`]). In the iteration domain one
+//! iteration is one time unit and checkpoints cost nothing, so the events of a
+//! trial (iteration done, checkpoint, failure, recovery) are totally ordered
+//! by iteration with the failure at T preceding a checkpoint due at T; the
+//! wall-clock simulations use the general [`queue::EventQueue`].
+
+pub mod baseline;
+pub mod queue;
+pub mod trial;
+
+pub use baseline::{Baseline, run_baseline};
+pub use queue::EventQueue;
+pub use trial::{ForkMode, TrialOutcome, TrialSetup, run_trial};
+
+/// When a run counts as converged, and when to give up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Convergence {
+    /// A run has converged at the first iteration whose metric is ≤ this.
+    pub criterion: f64,
+    /// Runs are cut off (censored) at this iteration.
+    pub max_iterations: usize,
+}

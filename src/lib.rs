@@ -1,0 +1,22 @@
+//! scarsim: a discrete-event simulator of failures and relaxed consistency in
+//! distributed ML training, with real training in the loop.
+//!
+//! The pipeline: a scenario file ([`scenario`]) is validated into a typed
+//! scenario; [`experiment`] expands it into (point, trial) units and runs
+//! them in parallel on the trial [`engine`], which drives a real [`model`]
+//! through failures and recoveries chosen by [`policy`]; [`stats`] aggregates
+//! trials and [`report`] writes tidy CSV and a manifest. Datasets come from
+//! [`data`]. All randomness flows from [`rng`] streams, so results are
+//! byte-identical on any number of threads.
+
+pub mod cli;
+pub mod commands;
+pub mod data;
+pub mod engine;
+pub mod experiment;
+pub mod model;
+pub mod policy;
+pub mod report;
+pub mod rng;
+pub mod scenario;
+pub mod stats;

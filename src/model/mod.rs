@@ -1,0 +1,124 @@
+//! Models: iterative-convergent training algorithms whose state is split into
+//! blocks (SCAR §2, §5.1, Appendix D).
+//!
+//! A model is added by implementing [`Model`] and registering it in
+//! [`registry`]. The engine only ever talks to this trait: it asks for `x(0)`,
+//! runs iterations, evaluates the convergence metric, and copies or measures
+//! single blocks when it checkpoints, fails and recovers.
+
+pub mod mlr;
+pub mod registry;
+
+pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};
+
+/// What a model tells the engine and the outputs about itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelInfo {
+    /// Short model name (`mlr`, `mf`, `lda`, `cnn`, `qp`).
+    pub name: &'static str,
+    /// Number of blocks: the unit placed on a PS node, lost, saved and restored.
+    pub blocks: usize,
+    /// Number of scalar trainable parameters (without optimizer state).
+    pub parameters: usize,
+    /// Human-readable description of one block (e.g. "row of the 784×10 weight matrix").
+    pub block_description: String,
+    /// Name of the convergence metric (e.g. "cross-entropy (sum over the training set)").
+    pub metric: &'static str,
+}
+
+/// How per-block distances combine into the norm of a whole perturbation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// Euclidean: ‖δ‖ = sqrt(Σ_b d_b²), where d_b is the L2 distance of block b.
+    L2,
+    /// A positive linear combination of block norms: ‖δ‖ = Σ_b d_b (LDA's
+    /// length-scaled total variation, SCAR Appendix D).
+    Sum,
+}
+
+impl NormKind {
+    /// Combines per-block distances into a norm.
+    pub fn combine(self, distances: impl Iterator<Item = f64>) -> f64 {
+        match self {
+            NormKind::L2 => distances.map(|d| d * d).sum::<f64>().sqrt(),
+            NormKind::Sum => distances.sum(),
+        }
+    }
+}
+
+/// Where one iteration sits in its run. Stochastic algorithms derive all the
+/// randomness of iteration `iteration` from `run_seed`, so a perturbed run and
+/// its unperturbed baseline see the same minibatches and the same random
+/// numbers at the same iteration ("same data order, same seed").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IterCtx {
+    /// Index k of the iteration that maps x(k) to x(k+1).
+    pub iteration: usize,
+    /// Seed of the run's data order and per-iteration randomness.
+    pub run_seed: u64,
+}
+
+/// An iterative-convergent training algorithm `x(k+1) = f(x(k))` over a
+/// block-structured state (SCAR eq. 1).
+///
+/// Contract the engine relies on:
+/// - [`Model::init`] is deterministic: every run starts from the same `x(0)`.
+/// - [`Model::step`] depends only on the state, the [`IterCtx`] and the data:
+///   two runs in the same state at the same iteration stay identical.
+/// - The engine calls [`Model::metric`] on `x(k)` and then, unless converged,
+///   [`Model::step`] on the same state; implementations may reuse work done by
+///   `metric` in `step` (MLR reuses the full-data logits) but must stay
+///   correct if `step` is called without a fresh `metric`.
+/// - Block operations touch exactly one block and whatever optimizer state
+///   travels with it (e.g. Adam moments); derived state (e.g. LDA word-topic
+///   counts) is brought up to date by [`Model::rebuild_derived`].
+pub trait Model: Send + Sync {
+    /// The complete training state: parameters, the optimizer state that moves
+    /// with them, and derived state.
+    type State: Clone + Send + Sync;
+    /// Reusable buffers for one run, so that iterations do not allocate.
+    type Workspace: Send;
+
+    /// Name, block count and metric of this model instance.
+    fn info(&self) -> ModelInfo;
+    /// Number of blocks (cheap; equals `info().blocks`).
+    fn block_count(&self) -> usize;
+    /// The initial state x(0).
+    fn init(&self) -> Self::State;
+    /// Fresh buffers for one run.
+    fn workspace(&self) -> Self::Workspace;
+    /// The convergence metric of `state` (lower is better; a run has converged
+    /// once it is at or below the scenario's criterion).
+    fn metric(&self, state: &Self::State, ws: &mut Self::Workspace) -> f64;
+    /// One iteration: x(k) → x(k+1).
+    fn step(&self, state: &mut Self::State, ctx: IterCtx, ws: &mut Self::Workspace);
+    /// Copies block `block` (and its optimizer state) from `src` into `dst`.
+    fn copy_block(&self, src: &Self::State, dst: &mut Self::State, block: usize);
+    /// Distance between block `block` of `a` and of `b` (L2 unless the model says otherwise).
+    fn block_distance(&self, a: &Self::State, b: &Self::State, block: usize) -> f64;
+    /// How block distances combine into the norm of a perturbation.
+    fn norm_kind(&self) -> NormKind {
+        NormKind::L2
+    }
+    /// Recomputes derived state after blocks were restored. Default: nothing to do.
+    fn rebuild_derived(&self, _state: &mut Self::State) {}
+
+    /// Norm of the difference between two states, over all blocks.
+    fn distance(&self, a: &Self::State, b: &Self::State) -> f64 {
+        let n = self.block_count();
+        self.norm_kind()
+            .combine((0..n).map(|blk| self.block_distance(a, b, blk)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn norms_combine() {
+        let d = [3.0, 4.0];
+        assert_eq!(NormKind::L2.combine(d.iter().copied()), 5.0);
+        assert_eq!(NormKind::Sum.combine(d.iter().copied()), 7.0);
+    }
+}

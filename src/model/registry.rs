@@ -1,0 +1,161 @@
+//! The one place that knows every model: how its `[model]` table is read from
+//! a scenario, and how a [`ModelSpec`] becomes a live [`Model`] over its data.
+//!
+//! To add a model: implement [`Model`], add a variant to [`ModelSpec`], a
+//! branch to [`ModelSpec::parse`] and one to [`build_and_visit`].
+
+use std::ops::Range;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::Model;
+use super::mlr::{Mlr, MlrConfig};
+use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
+use crate::scenario::SourceText;
+
+/// A model and its hyper-parameters, as a scenario names them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ModelSpec {
+    /// Multinomial logistic regression by minibatch SGD ([`Mlr`]).
+    Mlr {
+        /// `mnist` or `covtype`.
+        dataset: DatasetName,
+        /// Minibatch size b.
+        batch_size: usize,
+        /// Learning rate η on the batch-mean gradient.
+        learning_rate: f64,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMlr {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    batch_size: usize,
+    learning_rate: f64,
+}
+
+impl ModelSpec {
+    /// Reads a scenario's `[model]` table (located at `span` in `src`).
+    pub fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<ModelSpec> {
+        let kind = match table.get("kind").and_then(|k| k.as_str()) {
+            Some(k) => k,
+            None => {
+                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr"));
+            }
+        };
+        let value = toml::Value::Table(table.clone());
+        let bad = |e: toml::de::Error| {
+            src.error_at(span.clone(), "model", e.message().trim().to_string())
+        };
+        match kind {
+            "mlr" => {
+                let raw: RawMlr = RawMlr::deserialize(value).map_err(bad)?;
+                if !matches!(raw.dataset, DatasetName::Mnist | DatasetName::Covtype) {
+                    return Err(src.error_at(
+                        span,
+                        "model.dataset",
+                        "mlr trains on `mnist` or `covtype`",
+                    ));
+                }
+                if raw.batch_size == 0 {
+                    return Err(src.error_at(span, "model.batch_size", "must be at least 1"));
+                }
+                if !(raw.learning_rate > 0.0 && raw.learning_rate.is_finite()) {
+                    return Err(src.error_at(
+                        span,
+                        "model.learning_rate",
+                        format!("{} must be a positive number", raw.learning_rate),
+                    ));
+                }
+                Ok(ModelSpec::Mlr {
+                    dataset: raw.dataset,
+                    batch_size: raw.batch_size,
+                    learning_rate: raw.learning_rate,
+                })
+            }
+            other => Err(src.error_at(
+                span,
+                "model.kind",
+                format!("unknown model `{other}`; expected one of: mlr"),
+            )),
+        }
+    }
+
+    /// The model's short name.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ModelSpec::Mlr { .. } => "mlr",
+        }
+    }
+
+    /// The dataset the model trains on.
+    pub fn dataset(&self) -> DatasetName {
+        match self {
+            ModelSpec::Mlr { dataset, .. } => *dataset,
+        }
+    }
+}
+
+/// What was loaded for a model, beside the model itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataUsed {
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples in the data used divided by examples in the real dataset
+    /// (1 for real data). Criteria that are sums over the training set, and
+    /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
+    pub size_ratio: f64,
+}
+
+/// Code that runs generically over any model (Rust has no generic closures).
+pub trait ModelVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Called with the live model.
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Self::Output;
+}
+
+/// Loads the model's data (through `cache`), builds the model and hands it to `visitor`.
+pub fn build_and_visit<V: ModelVisitor>(
+    spec: &ModelSpec,
+    cache: &DataCache,
+    opts: &DataOptions,
+    seed: u64,
+    visitor: V,
+) -> Result<V::Output> {
+    match spec {
+        ModelSpec::Mlr {
+            dataset,
+            batch_size,
+            learning_rate,
+        } => {
+            let data = cache.classification(*dataset, opts, seed)?;
+            let real_rows = match dataset {
+                DatasetName::Mnist => synthetic::MNIST_ROWS,
+                DatasetName::Covtype => synthetic::COVTYPE_ROWS,
+            };
+            let size_ratio = data.rows as f64 / real_rows as f64;
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio,
+            };
+            let batch = ((*batch_size as f64 * size_ratio).round() as usize).max(1);
+            let model = Mlr::new(
+                data,
+                &MlrConfig {
+                    batch_size: batch,
+                    learning_rate: *learning_rate,
+                },
+            );
+            Ok(visitor.visit(&model, &used))
+        }
+    }
+}

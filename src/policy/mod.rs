@@ -1,0 +1,13 @@
+//! Fault-tolerance policies, as data: when failures strike and what they take
+//! down ([`failure`]), where blocks live ([`placement`]), how checkpoints are
+//! taken ([`checkpoint`]) and how a failure is recovered from ([`recovery`]).
+
+pub mod checkpoint;
+pub mod failure;
+pub mod placement;
+pub mod recovery;
+
+pub use checkpoint::{CheckpointPolicy, RunningCheckpoint, Selector};
+pub use failure::{FailureTime, LossSpec};
+pub use placement::Placement;
+pub use recovery::{RecoveryOutcome, RecoveryPolicy};

@@ -1,0 +1,161 @@
+//! Scenario files: TOML in, a validated [`Scenario`] out.
+//!
+//! Like ripgrep's low-level/high-level arguments, parsing happens in two
+//! steps: serde reads the file into raw structs that reject unknown fields
+//! (with line and column), then one `resolve` function per scenario kind
+//! checks every value and builds the typed configuration the rest of the
+//! program trusts. A scenario argument is either a path to a `.toml` file or
+//! the name of a bundled scenario (see `scarsim list`).
+
+pub mod bundled;
+pub mod recovery;
+mod source;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
+pub use source::SourceText;
+
+/// Fields every scenario has.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Meta {
+    /// Kind of experiment (`recovery`, …).
+    pub kind: String,
+    /// Short name; also the name of the output folder.
+    pub name: String,
+    /// One-line title for figures and listings.
+    pub title: String,
+    /// The paper figure or panel this scenario reproduces, if any.
+    pub paper: Option<String>,
+    /// Trials per point.
+    pub trials: usize,
+    /// Seed from which every random stream is derived.
+    pub seed: u64,
+}
+
+/// A validated scenario of any kind.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Scenario {
+    /// SCAR partial-recovery and priority-checkpoint experiments.
+    Recovery(RecoveryScenario),
+}
+
+/// The scenario kinds this build understands, with a one-line description.
+pub const KINDS: &[(&str, &str)] = &[(
+    "recovery",
+    "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
+)];
+
+impl Scenario {
+    /// The common fields.
+    pub fn meta(&self) -> &Meta {
+        match self {
+            Scenario::Recovery(s) => &s.meta,
+        }
+    }
+
+    /// Replaces the trial count and seed (command-line overrides).
+    pub fn override_trials_and_seed(
+        &mut self,
+        trials: Option<usize>,
+        seed: Option<u64>,
+    ) -> Result<()> {
+        let meta = match self {
+            Scenario::Recovery(s) => &mut s.meta,
+        };
+        if let Some(t) = trials {
+            if t == 0 {
+                bail!("--trials must be at least 1");
+            }
+            meta.trials = t;
+        }
+        if let Some(s) = seed {
+            meta.seed = s;
+        }
+        Ok(())
+    }
+}
+
+/// Where a scenario came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Origin {
+    /// A file path, or `bundled:<name>`.
+    pub label: String,
+    /// The file, when it was read from disk.
+    pub path: Option<PathBuf>,
+}
+
+/// Reads and validates a scenario given as a path or a bundled name.
+pub fn load(arg: &str) -> Result<(Scenario, Origin, String)> {
+    let path = Path::new(arg);
+    let looks_like_path = arg.ends_with(".toml") || arg.contains('/') || path.is_file();
+    if looks_like_path {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+        let origin = Origin {
+            label: path.display().to_string(),
+            path: Some(path.to_path_buf()),
+        };
+        let scenario = parse(&text, &origin.label)?;
+        return Ok((scenario, origin, text));
+    }
+    match bundled::find(arg) {
+        Some(text) => {
+            let origin = Origin {
+                label: format!("bundled:{arg}"),
+                path: None,
+            };
+            let scenario = parse(text, &origin.label)?;
+            Ok((scenario, origin, text.to_string()))
+        }
+        None => bail!(
+            "no scenario file `{arg}` and no bundled scenario of that name; `scarsim list` shows the bundled ones"
+        ),
+    }
+}
+
+/// Parses and validates scenario text; `origin` names it in error messages.
+pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
+    let src = SourceText::new(text, origin);
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| anyhow::anyhow!("{origin}: malformed TOML: {e}"))?;
+    let kind = match table.get("kind") {
+        Some(toml::Value::String(k)) => k.clone(),
+        Some(other) => bail!(
+            "{origin}: `kind` must be a string, found {}",
+            other.type_str()
+        ),
+        None => bail!(
+            "{origin}: missing field `kind`; expected one of: {}",
+            KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    match kind.as_str() {
+        "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
+        other => bail!(
+            "{origin}: unknown scenario kind `{other}`; expected one of: {}",
+            KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Checks that a scenario name is usable as a folder name.
+pub(crate) fn check_name(src: &SourceText, name: &toml::Spanned<String>) -> Result<()> {
+    let n = name.get_ref();
+    let ok = !n.is_empty()
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c))
+        && !n.starts_with('.');
+    if !ok {
+        return Err(src.error_at(
+            name.span(),
+            "name",
+            format!("{n:?} is not a valid scenario name: use lowercase letters, digits, '-', '_' and '.' (it names the output folder)"),
+        ));
+    }
+    Ok(())
+}

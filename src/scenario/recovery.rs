@@ -1,0 +1,770 @@
+//! The `recovery` scenario kind: SCAR's partial-recovery (Figure 6) and
+//! priority-checkpoint (Figure 7) experiments.
+//!
+//! ```toml
+//! kind = "recovery"
+//! name = "scar-partial-mlr-mnist"
+//! title = "Partial vs full recovery: MLR on MNIST"
+//! paper = "SCAR Figure 6(a)"
+//! trials = 100
+//! seed = 2018
+//! data_order = "shared"          # or "per-trial"
+//!
+//! [model]
+//! kind = "mlr"
+//! dataset = "mnist"
+//! batch_size = 10000
+//! learning_rate = 1e-5
+//!
+//! [convergence]
+//! criterion = 2.5e4
+//! max_iterations = 600
+//!
+//! [cluster]
+//! ps_nodes = 8
+//!
+//! [failure]
+//! iteration = { distribution = "geometric", p = 0.05 }   # or { distribution = "fixed", iteration = 20 }
+//! lost = { fraction = 0.5 }                               # or { ps_nodes = 4 }
+//!
+//! [checkpoint]
+//! interval = 8          # C
+//! fraction = 1.0        # r: save ⌈r·n⌉ blocks every r·C iterations
+//! selector = "priority" # priority | round | random
+//!
+//! recovery = "partial"  # full | partial   (must come before the tables above)
+//!
+//! [sweep]
+//! lost_fraction = [0.125, 0.25, 0.5, 0.75, 1.0]
+//!
+//! [[series]]
+//! name = "full"
+//! recovery = "full"
+//! ```
+
+use std::ops::Range;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::{Meta, SourceText, check_name};
+use crate::engine::Convergence;
+use crate::model::ModelSpec;
+use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, RecoveryPolicy, Selector};
+
+/// Whether the trials of a scenario share one minibatch order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataOrderMode {
+    /// One data order for every trial: one unperturbed run per scenario (default).
+    #[default]
+    Shared,
+    /// A data order per trial index: one unperturbed run per trial, shared
+    /// across series and points (common random numbers).
+    PerTrial,
+}
+
+/// A parameter a scenario can sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepAxis {
+    /// Fraction of blocks a failure loses.
+    LostFraction,
+    /// Number of PS nodes a failure takes down.
+    LostPsNodes,
+    /// r: fraction of blocks per checkpoint (saved every r·C iterations).
+    CheckpointFraction,
+    /// C: the full-checkpoint interval.
+    CheckpointInterval,
+    /// p: per-iteration failure probability of the geometric failure time.
+    FailureProbability,
+}
+
+impl SweepAxis {
+    /// The axis name (TOML key and `x_name` column).
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepAxis::LostFraction => "lost_fraction",
+            SweepAxis::LostPsNodes => "lost_ps_nodes",
+            SweepAxis::CheckpointFraction => "checkpoint_fraction",
+            SweepAxis::CheckpointInterval => "checkpoint_interval",
+            SweepAxis::FailureProbability => "failure_probability",
+        }
+    }
+
+    const ALL: [SweepAxis; 5] = [
+        SweepAxis::LostFraction,
+        SweepAxis::LostPsNodes,
+        SweepAxis::CheckpointFraction,
+        SweepAxis::CheckpointInterval,
+        SweepAxis::FailureProbability,
+    ];
+
+    /// The value of this axis in `cfg` (NaN if the configuration has no such value).
+    pub fn value_in(self, cfg: &PointConfig) -> f64 {
+        match self {
+            SweepAxis::LostFraction => match cfg.loss {
+                LossSpec::Fraction(f) => f,
+                LossSpec::PsNodes(_) => f64::NAN,
+            },
+            SweepAxis::LostPsNodes => match cfg.loss {
+                LossSpec::PsNodes(k) => k as f64,
+                LossSpec::Fraction(_) => f64::NAN,
+            },
+            SweepAxis::CheckpointFraction => cfg.checkpoint.fraction,
+            SweepAxis::CheckpointInterval => cfg.checkpoint.interval as f64,
+            SweepAxis::FailureProbability => match cfg.failure_time {
+                FailureTime::Geometric { p } => p,
+                FailureTime::Fixed { .. } => f64::NAN,
+            },
+        }
+    }
+
+    /// `cfg` with this axis set to `v`.
+    fn set(self, cfg: &PointConfig, v: f64) -> PointConfig {
+        let mut c = *cfg;
+        match self {
+            SweepAxis::LostFraction => c.loss = LossSpec::Fraction(v),
+            SweepAxis::LostPsNodes => c.loss = LossSpec::PsNodes(v as usize),
+            SweepAxis::CheckpointFraction => c.checkpoint.fraction = v,
+            SweepAxis::CheckpointInterval => c.checkpoint.interval = v as usize,
+            SweepAxis::FailureProbability => c.failure_time = FailureTime::Geometric { p: v },
+        }
+        c
+    }
+}
+
+/// A sweep: one axis and its values.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sweep {
+    /// The swept parameter.
+    pub axis: SweepAxis,
+    /// Its values, in the order given.
+    pub values: Vec<f64>,
+}
+
+/// The fault-tolerance configuration of one point.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PointConfig {
+    /// When the failure strikes.
+    pub failure_time: FailureTime,
+    /// What it takes down.
+    pub loss: LossSpec,
+    /// Checkpoint policy before the failure.
+    pub checkpoint: CheckpointPolicy,
+    /// Recovery policy.
+    pub recovery: RecoveryPolicy,
+}
+
+/// One series to compare: the base configuration with some values replaced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SeriesSpec {
+    /// Series name (legend, `series` column).
+    pub name: String,
+    /// The configuration before the sweep is applied.
+    pub config: PointConfig,
+    /// A reference series is not swept: it is evaluated once, at its own
+    /// value of the sweep axis (e.g. the traditional full checkpoint drawn as
+    /// a dashed line in the priority figures).
+    pub reference: bool,
+}
+
+/// A validated `recovery` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecoveryScenario {
+    /// Name, title, paper panel, trials, seed.
+    pub meta: Meta,
+    /// The model and its hyper-parameters.
+    pub model: ModelSpec,
+    /// Convergence criterion and censoring limit.
+    pub convergence: Convergence,
+    /// Shared or per-trial minibatch order.
+    pub data_order: DataOrderMode,
+    /// Number of PS nodes blocks are placed on.
+    pub ps_nodes: usize,
+    /// The sweep, if any.
+    pub sweep: Option<Sweep>,
+    /// The series to compare (at least one).
+    pub series: Vec<SeriesSpec>,
+}
+
+/// One (series, x) point of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Index into `series`.
+    pub series: usize,
+    /// Value of the sweep axis (0 when there is no sweep).
+    pub x: f64,
+    /// The full configuration at this point.
+    pub config: PointConfig,
+}
+
+impl RecoveryScenario {
+    /// The `x_name` column: the swept parameter, or `point`.
+    pub fn x_name(&self) -> &'static str {
+        self.sweep.as_ref().map_or("point", |s| s.axis.name())
+    }
+
+    /// Expands series × sweep values into points, series-major.
+    pub fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for (si, s) in self.series.iter().enumerate() {
+            match &self.sweep {
+                Some(sw) if !s.reference => {
+                    for &v in &sw.values {
+                        out.push(Point {
+                            series: si,
+                            x: v,
+                            config: sw.axis.set(&s.config, v),
+                        });
+                    }
+                }
+                Some(sw) => out.push(Point {
+                    series: si,
+                    x: sw.axis.value_in(&s.config),
+                    config: s.config,
+                }),
+                None => out.push(Point {
+                    series: si,
+                    x: 0.0,
+                    config: s.config,
+                }),
+            }
+        }
+        out
+    }
+}
+
+impl Serialize for Convergence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Convergence", 2)?;
+        st.serialize_field("criterion", &self.criterion)?;
+        st.serialize_field("max_iterations", &self.max_iterations)?;
+        st.end()
+    }
+}
+
+fn default_trials() -> Spanned<usize> {
+    Spanned::new(0..0, 100)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[allow(dead_code)]
+    kind: String,
+    name: Spanned<String>,
+    title: String,
+    paper: Option<String>,
+    #[serde(default = "default_trials")]
+    trials: Spanned<usize>,
+    seed: u64,
+    #[serde(default)]
+    data_order: DataOrderMode,
+    recovery: Option<RecoveryPolicy>,
+    model: Spanned<toml::Table>,
+    convergence: RawConvergence,
+    #[serde(default)]
+    cluster: RawCluster,
+    failure: RawFailure,
+    checkpoint: RawCheckpoint,
+    sweep: Option<Spanned<toml::Table>>,
+    series: Spanned<Vec<RawSeries>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConvergence {
+    criterion: Spanned<f64>,
+    max_iterations: Spanned<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    ps_nodes: Spanned<usize>,
+}
+
+impl Default for RawCluster {
+    fn default() -> Self {
+        RawCluster {
+            ps_nodes: Spanned::new(0..0, 8),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailure {
+    iteration: Spanned<RawFailureTime>,
+    lost: Spanned<RawLoss>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailureTime {
+    distribution: String,
+    p: Option<f64>,
+    iteration: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoss {
+    fraction: Option<f64>,
+    ps_nodes: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheckpoint {
+    interval: Spanned<usize>,
+    #[serde(default = "one")]
+    fraction: Spanned<f64>,
+    #[serde(default = "priority")]
+    selector: Selector,
+}
+
+fn one() -> Spanned<f64> {
+    Spanned::new(0..0, 1.0)
+}
+fn priority() -> Selector {
+    Selector::Priority
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeries {
+    name: String,
+    recovery: Option<RecoveryPolicy>,
+    selector: Option<Selector>,
+    checkpoint_fraction: Option<f64>,
+    checkpoint_interval: Option<usize>,
+    #[serde(default)]
+    reference: bool,
+}
+
+/// Parses and validates a `recovery` scenario.
+pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
+    let raw: Raw = toml::from_str(src.text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
+    check_name(src, &raw.name)?;
+    let trials = *raw.trials.get_ref();
+    if trials == 0 {
+        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
+    }
+    let model = ModelSpec::parse(src, raw.model.span(), raw.model.get_ref())?;
+    let criterion = *raw.convergence.criterion.get_ref();
+    if !(criterion.is_finite() && criterion > 0.0) {
+        return Err(src.error_at(
+            raw.convergence.criterion.span(),
+            "convergence.criterion",
+            format!("{criterion} must be a positive number"),
+        ));
+    }
+    let max_iterations = *raw.convergence.max_iterations.get_ref();
+    if max_iterations == 0 {
+        return Err(src.error_at(
+            raw.convergence.max_iterations.span(),
+            "convergence.max_iterations",
+            "must be at least 1",
+        ));
+    }
+    let ps_nodes = *raw.cluster.ps_nodes.get_ref();
+    if ps_nodes == 0 {
+        return Err(src.error_at(
+            raw.cluster.ps_nodes.span(),
+            "cluster.ps_nodes",
+            "must be at least 1",
+        ));
+    }
+
+    let ft = raw.failure.iteration.get_ref();
+    let ft_span = raw.failure.iteration.span();
+    let failure_time = match (ft.distribution.as_str(), ft.p, ft.iteration) {
+        ("geometric", Some(p), None) => FailureTime::Geometric { p },
+        ("fixed", None, Some(iteration)) => FailureTime::Fixed { iteration },
+        ("geometric", _, _) => {
+            return Err(src.error_at(
+                ft_span,
+                "failure.iteration",
+                "a geometric failure time takes exactly `p`",
+            ));
+        }
+        ("fixed", _, _) => {
+            return Err(src.error_at(
+                ft_span,
+                "failure.iteration",
+                "a fixed failure time takes exactly `iteration`",
+            ));
+        }
+        (other, _, _) => {
+            return Err(src.error_at(
+                ft_span,
+                "failure.iteration.distribution",
+                format!("unknown distribution `{other}`; expected `geometric` or `fixed`"),
+            ));
+        }
+    };
+    let lost = raw.failure.lost.get_ref();
+    let loss = match (lost.fraction, lost.ps_nodes) {
+        (Some(f), None) => LossSpec::Fraction(f),
+        (None, Some(k)) => LossSpec::PsNodes(k),
+        _ => {
+            return Err(src.error_at(
+                raw.failure.lost.span(),
+                "failure.lost",
+                "give exactly one of `fraction` (of the blocks) or `ps_nodes` (number of PS nodes)",
+            ));
+        }
+    };
+    let checkpoint = CheckpointPolicy {
+        interval: *raw.checkpoint.interval.get_ref(),
+        fraction: *raw.checkpoint.fraction.get_ref(),
+        selector: raw.checkpoint.selector,
+    };
+    let base = PointConfig {
+        failure_time,
+        loss,
+        checkpoint,
+        recovery: raw.recovery.unwrap_or(RecoveryPolicy::Partial),
+    };
+    check_point(src, &base, ps_nodes, "the base configuration", Some(&raw))?;
+
+    let sweep = match &raw.sweep {
+        None => None,
+        Some(t) => Some(parse_sweep(src, t.span(), t.get_ref())?),
+    };
+
+    if raw.series.get_ref().is_empty() {
+        return Err(src.error_at(
+            raw.series.span(),
+            "series",
+            "at least one [[series]] is needed",
+        ));
+    }
+    let mut series = Vec::new();
+    for rs in raw.series.get_ref() {
+        if rs.name.trim().is_empty() || rs.name.contains(',') || rs.name.contains('"') {
+            return Err(src.error_at(
+                raw.series.span(),
+                "series.name",
+                format!(
+                    "{:?} is not a usable series name (non-empty, no commas or quotes)",
+                    rs.name
+                ),
+            ));
+        }
+        if series.iter().any(|s: &SeriesSpec| s.name == rs.name) {
+            return Err(src.error_at(
+                raw.series.span(),
+                "series.name",
+                format!("series `{}` appears twice", rs.name),
+            ));
+        }
+        let mut cfg = base;
+        if let Some(r) = rs.recovery {
+            cfg.recovery = r;
+        }
+        if let Some(s) = rs.selector {
+            cfg.checkpoint.selector = s;
+        }
+        if let Some(f) = rs.checkpoint_fraction {
+            cfg.checkpoint.fraction = f;
+        }
+        if let Some(c) = rs.checkpoint_interval {
+            cfg.checkpoint.interval = c;
+        }
+        let spec = SeriesSpec {
+            name: rs.name.clone(),
+            config: cfg,
+            reference: rs.reference,
+        };
+        series.push(spec);
+    }
+    let scenario = RecoveryScenario {
+        meta: Meta {
+            kind: "recovery".into(),
+            name: raw.name.get_ref().clone(),
+            title: raw.title.clone(),
+            paper: raw.paper.clone(),
+            trials,
+            seed: raw.seed,
+        },
+        model,
+        convergence: Convergence {
+            criterion,
+            max_iterations,
+        },
+        data_order: raw.data_order,
+        ps_nodes,
+        sweep,
+        series,
+    };
+    for p in scenario.points() {
+        let what = format!(
+            "series `{}` at {} = {}",
+            scenario.series[p.series].name,
+            scenario.x_name(),
+            p.x
+        );
+        check_point(src, &p.config, ps_nodes, &what, None)?;
+    }
+    Ok(scenario)
+}
+
+fn parse_sweep(src: &SourceText, span: Range<usize>, t: &toml::Table) -> Result<Sweep> {
+    if t.len() != 1 {
+        return Err(src.error_at(
+            span,
+            "sweep",
+            format!(
+                "give exactly one axis; expected one of: {}",
+                SweepAxis::ALL.map(|a| a.name()).join(", ")
+            ),
+        ));
+    }
+    let (key, value) = t.iter().next().expect("one entry");
+    let axis = SweepAxis::ALL
+        .into_iter()
+        .find(|a| a.name() == key)
+        .ok_or_else(|| {
+            src.error_at(
+                span.clone(),
+                "sweep",
+                format!(
+                    "unknown axis `{key}`; expected one of: {}",
+                    SweepAxis::ALL.map(|a| a.name()).join(", ")
+                ),
+            )
+        })?;
+    let arr = value.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
+        src.error_at(
+            span.clone(),
+            &format!("sweep.{key}"),
+            "must be a non-empty array of numbers",
+        )
+    })?;
+    let mut values = Vec::new();
+    for v in arr {
+        let x = match v {
+            toml::Value::Float(f) => *f,
+            toml::Value::Integer(i) => *i as f64,
+            other => {
+                return Err(src.error_at(
+                    span.clone(),
+                    &format!("sweep.{key}"),
+                    format!("{other} is not a number"),
+                ));
+            }
+        };
+        let integral = matches!(axis, SweepAxis::LostPsNodes | SweepAxis::CheckpointInterval);
+        if integral && (x.fract() != 0.0 || x < 0.0) {
+            return Err(src.error_at(
+                span.clone(),
+                &format!("sweep.{key}"),
+                format!("{x} must be a whole number"),
+            ));
+        }
+        values.push(x);
+    }
+    Ok(Sweep { axis, values })
+}
+
+/// Validates one fully-resolved configuration; `raw` (for the base
+/// configuration) lets errors point at the offending line.
+fn check_point(
+    src: &SourceText,
+    c: &PointConfig,
+    ps_nodes: usize,
+    what: &str,
+    raw: Option<&Raw>,
+) -> Result<()> {
+    let at = |span: Option<Range<usize>>, field: &str, msg: String| match span {
+        Some(s) if s.end > 0 => src.error_at(s, field, msg),
+        _ => src.error(field, msg),
+    };
+    let ft_span = raw.map(|r| r.failure.iteration.span());
+    let lost_span = raw.map(|r| r.failure.lost.span());
+    let frac_span = raw.map(|r| r.checkpoint.fraction.span());
+    let int_span = raw.map(|r| r.checkpoint.interval.span());
+    match c.failure_time {
+        FailureTime::Geometric { p } if !(p > 0.0 && p <= 1.0) => {
+            return Err(at(
+                ft_span,
+                "failure.iteration.p",
+                format!("{p} in {what} is outside (0, 1]"),
+            ));
+        }
+        FailureTime::Fixed { iteration: 0 } => {
+            return Err(at(
+                ft_span,
+                "failure.iteration.iteration",
+                format!("must be at least 1 in {what}"),
+            ));
+        }
+        _ => {}
+    }
+    match c.loss {
+        LossSpec::Fraction(f) if !(f > 0.0 && f <= 1.0) => {
+            return Err(at(
+                lost_span,
+                "failure.lost.fraction",
+                format!("{f} in {what} is outside (0, 1]"),
+            ));
+        }
+        LossSpec::PsNodes(k) if k == 0 || k > ps_nodes => {
+            return Err(at(
+                lost_span,
+                "failure.lost.ps_nodes",
+                format!("{k} in {what} must be between 1 and cluster.ps_nodes = {ps_nodes}"),
+            ));
+        }
+        _ => {}
+    }
+    let ck = &c.checkpoint;
+    if ck.interval == 0 {
+        return Err(at(
+            int_span,
+            "checkpoint.interval",
+            format!("C = 0 in {what}: must be at least 1 iteration"),
+        ));
+    }
+    if !(ck.fraction > 0.0 && ck.fraction <= 1.0) {
+        return Err(at(
+            frac_span,
+            "checkpoint.fraction",
+            format!("{} in {what} is outside (0, 1]", ck.fraction),
+        ));
+    }
+    if !ck.period_is_whole() {
+        return Err(at(
+            frac_span,
+            "checkpoint.fraction",
+            format!(
+                "in {what}: the checkpoint period r·C = {}·{} = {} must be a whole number of iterations ≥ 1; \
+                 choose C as a multiple of 1/r",
+                ck.fraction,
+                ck.interval,
+                ck.fraction * ck.interval as f64
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const GOOD: &str = r#"
+kind = "recovery"
+name = "t"
+title = "test"
+trials = 3
+seed = 1
+recovery = "partial"
+
+[model]
+kind = "mlr"
+dataset = "mnist"
+batch_size = 100
+learning_rate = 1e-5
+
+[convergence]
+criterion = 100.0
+max_iterations = 50
+
+[failure]
+iteration = { distribution = "geometric", p = 0.1 }
+lost = { fraction = 0.5 }
+
+[checkpoint]
+interval = 8
+
+[sweep]
+lost_fraction = [0.25, 0.5]
+
+[[series]]
+name = "full"
+recovery = "full"
+
+[[series]]
+name = "partial"
+
+[[series]]
+name = "ref"
+checkpoint_fraction = 1.0
+reference = true
+"#;
+
+    fn parse_str(t: &str) -> Result<RecoveryScenario> {
+        parse(&SourceText::new(t, "test.toml"))
+    }
+
+    #[test]
+    fn parses_and_expands_points() {
+        let s = parse_str(GOOD).unwrap();
+        assert_eq!(s.meta.trials, 3);
+        assert_eq!(s.ps_nodes, 8);
+        let pts = s.points();
+        assert_eq!(pts.len(), 5);
+        assert_eq!(pts[0].config.recovery, RecoveryPolicy::Full);
+        assert_eq!(pts[1].config.loss, LossSpec::Fraction(0.5));
+        assert_eq!(
+            pts[4].x, 0.5,
+            "reference series sits at its own lost fraction"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field_and_line() {
+        let e = parse_str(&GOOD.replace("p = 0.1", "p = 1.5"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("failure.iteration.p")
+                && e.contains("outside (0, 1]")
+                && e.contains("test.toml:"),
+            "{e}"
+        );
+        let e = parse_str(&GOOD.replace("interval = 8", "interval = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("C = 0"), "{e}");
+        let e = parse_str(&GOOD.replace("trials = 3", "trials = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("test.toml:5:10") && e.contains("at least 1"),
+            "{e}"
+        );
+        let e = parse_str(&GOOD.replace("[0.25, 0.5]", "[0.25, 1.5]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1.5") && e.contains("lost_fraction = 1.5"),
+            "{e}"
+        );
+        let e = parse_str(&GOOD.replace("seed = 1", "seed = 1\ncolour = 2"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `colour`") && e.contains("line 7"),
+            "{e}"
+        );
+        let e = parse_str(&GOOD.replace("batch_size", "batchsize"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `batchsize`"), "{e}");
+        let e = parse_str(&GOOD.replace(
+            "[checkpoint]\ninterval = 8",
+            "[checkpoint]\ninterval = 4\nfraction = 0.125",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("whole number"), "{e}");
+    }
+}
