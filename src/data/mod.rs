@@ -12,6 +12,7 @@ pub mod files;
 pub mod mnist;
 pub mod synthetic;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,16 @@ pub enum DatasetName {
     Mnist,
     /// UCI Covertype, 581,012 rows, 54 features, 7 classes.
     Covtype,
+    /// MovieLens `ml-latest-small`, October 2016 release (671 users, 100,004 ratings).
+    #[serde(rename = "movielens")]
+    Movielens,
+    /// Jester dataset 1, part 1 (24,983 users × 100 jokes).
+    Jester,
+    /// 20 Newsgroups "bydate" (18,846 documents).
+    #[serde(rename = "20news")]
+    News20,
+    /// Reuters-21578, Distribution 1.0.
+    Reuters,
 }
 
 impl DatasetName {
@@ -36,13 +47,31 @@ impl DatasetName {
         match self {
             DatasetName::Mnist => "mnist",
             DatasetName::Covtype => "covtype",
+            DatasetName::Movielens => "movielens-small",
+            DatasetName::Jester => "jester",
+            DatasetName::News20 => "20newsgroups",
+            DatasetName::Reuters => "reuters",
+        }
+    }
+}
+
+impl DatasetName {
+    /// The name used in scenarios and CSV files.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetName::Mnist => "mnist",
+            DatasetName::Covtype => "covtype",
+            DatasetName::Movielens => "movielens",
+            DatasetName::Jester => "jester",
+            DatasetName::News20 => "20news",
+            DatasetName::Reuters => "reuters",
         }
     }
 }
 
 impl fmt::Display for DatasetName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.folder())
+        f.write_str(self.name())
     }
 }
 
@@ -160,6 +189,7 @@ impl Default for DataOptions {
 #[derive(Default)]
 pub struct DataCache {
     classification: Mutex<HashMap<CacheKey, Arc<Classification>>>,
+    other: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 /// (dataset, synthetic?, scale bits, seed of a stand-in).
@@ -195,6 +225,27 @@ impl DataCache {
             .insert(key, data.clone());
         Ok(data)
     }
+
+    /// Any other dataset type: the value cached under `key`, or `load()`'s
+    /// result, cached. The key must identify the data completely (dataset,
+    /// real or synthetic, scale, and the seed of a stand-in).
+    pub fn get_or_load<T: Any + Send + Sync>(
+        &self,
+        key: &str,
+        load: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        if let Some(v) = self.other.lock().expect("cache lock").get(key) {
+            if let Ok(t) = v.clone().downcast::<T>() {
+                return Ok(t);
+            }
+        }
+        let value = Arc::new(load()?);
+        self.other
+            .lock()
+            .expect("cache lock")
+            .insert(key.to_string(), value.clone());
+        Ok(value)
+    }
 }
 
 /// Loads (or generates) a classification dataset without caching.
@@ -207,12 +258,14 @@ pub fn load_classification(
         match name {
             DatasetName::Mnist => synthetic::mnist_like(seed, opts.synthetic_scale),
             DatasetName::Covtype => synthetic::covtype_like(seed, opts.synthetic_scale),
+            other => anyhow::bail!("dataset `{other}` is not a classification dataset"),
         }
     } else {
         let dir = opts.data_dir.join(name.folder());
         match name {
             DatasetName::Mnist => mnist::load(&dir)?,
             DatasetName::Covtype => covtype::load(&dir)?,
+            other => anyhow::bail!("dataset `{other}` is not a classification dataset"),
         }
     };
     data.validate()?;

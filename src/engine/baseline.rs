@@ -49,7 +49,7 @@ pub fn run_baseline<M: Model>(
             );
         }
         best = best.min(m);
-        states.push(state.clone());
+        states.push(model.snapshot(&state));
         metrics.push(m);
         if m <= convergence.criterion {
             return Ok(Baseline {

@@ -103,6 +103,15 @@ pub trait Model: Send + Sync {
     /// Recomputes derived state after blocks were restored. Default: nothing to do.
     fn rebuild_derived(&self, _state: &mut Self::State) {}
 
+    /// The copy of a state kept in the unperturbed trajectory. It may leave
+    /// out derived state to save memory: the engine only reads blocks from
+    /// snapshots ([`Model::copy_block`], [`Model::block_distance`]) and calls
+    /// [`Model::rebuild_derived`] on every state forked from one before
+    /// stepping it. Default: a full clone.
+    fn snapshot(&self, state: &Self::State) -> Self::State {
+        state.clone()
+    }
+
     /// Norm of the difference between two states, over all blocks.
     fn distance(&self, a: &Self::State, b: &Self::State) -> f64 {
         let n = self.block_count();

@@ -138,8 +138,8 @@ pub fn build_and_visit<V: ModelVisitor>(
         } => {
             let data = cache.classification(*dataset, opts, seed)?;
             let real_rows = match dataset {
-                DatasetName::Mnist => synthetic::MNIST_ROWS,
                 DatasetName::Covtype => synthetic::COVTYPE_ROWS,
+                _ => synthetic::MNIST_ROWS,
             };
             let size_ratio = data.rows as f64 / real_rows as f64;
             let used = DataUsed {
