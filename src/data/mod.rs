@@ -234,10 +234,9 @@ impl DataCache {
         key: &str,
         load: impl FnOnce() -> Result<T>,
     ) -> Result<Arc<T>> {
-        if let Some(v) = self.other.lock().expect("cache lock").get(key) {
-            if let Ok(t) = v.clone().downcast::<T>() {
-                return Ok(t);
-            }
+        let cached = self.other.lock().expect("cache lock").get(key).cloned();
+        if let Some(Ok(t)) = cached.map(|v| v.downcast::<T>()) {
+            return Ok(t);
         }
         let value = Arc::new(load()?);
         self.other

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{Outcome, RunOptions};
 use crate::data::DataCache;
-use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_trial};
+use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_cohort};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
 use crate::report::{Table, fmt_f64};
@@ -110,6 +110,7 @@ struct RecoveryVisitor<'a> {
 
 /// One finished trial of one point.
 struct Record {
+    unit: usize,
     point: usize,
     trial: usize,
     outcome: TrialOutcome,
@@ -166,57 +167,97 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 }
             }
         }
+        // Units (point, trial) in output order; cohorts are runs of
+        // consecutive units that fork from the same unperturbed run.
         let units: Vec<(usize, usize)> = (0..points.len())
             .flat_map(|p| (0..trials).map(move |t| (p, t)))
             .collect();
+        let baseline_index = |t: usize| match sc.data_order {
+            DataOrderMode::Shared => 0,
+            DataOrderMode::PerTrial => t,
+        };
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
+        for (u, &(_, t)) in units.iter().enumerate() {
+            groups[baseline_index(t)].push(u);
+        }
+        let size = model.cohort_size().max(1);
+        let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
         let blocks = model.block_count();
         let seed = sc.meta.seed;
-        let records: Vec<Record> = units
+        let mut records: Vec<Record> = cohorts
             .par_iter()
             .map_init(
                 || model.workspace(),
-                |ws, &(pi, t)| {
-                    let point = &points[pi];
-                    let baseline = baseline_of(t);
-                    let outcome = run_unit(
+                |ws, cohort| {
+                    let baseline = baseline_of(units[cohort[0]].1);
+                    let prepared: Vec<Prepared> = cohort
+                        .iter()
+                        .map(|&u| {
+                            let (pi, t) = units[u];
+                            prepare(baseline, &points[pi], sc.ps_nodes, blocks, seed, t)
+                        })
+                        .collect();
+                    let setups = cohort
+                        .iter()
+                        .zip(&prepared)
+                        .map(|(&u, p)| p.setup(&points[units[u].0], seed, units[u].1))
+                        .collect();
+                    let outcomes = run_cohort(
                         model,
                         baseline,
                         &convergence,
-                        point,
-                        sc.ps_nodes,
-                        blocks,
-                        seed,
-                        t,
-                        self.opts,
+                        setups,
+                        self.opts.fork_mode,
                         ws,
                     );
-                    self.progress.inc(1);
-                    Record {
-                        point: pi,
-                        trial: t,
-                        outcome,
-                    }
+                    self.progress.inc(cohort.len() as u64);
+                    cohort
+                        .iter()
+                        .zip(outcomes)
+                        .map(|(&u, outcome)| Record {
+                            unit: u,
+                            point: units[u].0,
+                            trial: units[u].1,
+                            outcome,
+                        })
+                        .collect::<Vec<_>>()
                 },
             )
+            .flatten()
             .collect();
+        records.sort_by_key(|r| r.unit);
         Ok(tables(sc, &points, &records, &baselines, data))
     }
 }
 
-/// Runs trial `t` of `point`.
-#[allow(clippy::too_many_arguments)]
-fn run_unit<M: Model>(
-    model: &M,
-    baseline: &Baseline<M::State>,
-    convergence: &Convergence,
+/// The random draws of trial `t` at one point: failure time and lost blocks.
+struct Prepared {
+    failure_iteration: usize,
+    lost: Vec<usize>,
+}
+
+impl Prepared {
+    fn setup<'a>(&'a self, point: &'a Point, seed: u64, t: usize) -> TrialSetup<'a> {
+        TrialSetup {
+            failure_iteration: self.failure_iteration,
+            lost: &self.lost,
+            checkpoint: &point.config.checkpoint,
+            recovery: point.config.recovery,
+            checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t as u64, 0),
+        }
+    }
+}
+
+/// Draws trial `t`'s failure at `point` from the trial's own streams, so
+/// every series and point of the scenario sees the same failure.
+fn prepare<S>(
+    baseline: &Baseline<S>,
     point: &Point,
     ps_nodes: usize,
     blocks: usize,
     seed: u64,
     t: usize,
-    opts: &RunOptions,
-    ws: &mut M::Workspace,
-) -> TrialOutcome {
+) -> Prepared {
     let t64 = t as u64;
     let cfg = &point.config;
     let failure_iteration = cfg
@@ -238,14 +279,10 @@ fn run_unit<M: Model>(
         &placement,
         &mut stream(seed, Purpose::LostBlocks, t64, 1),
     );
-    let setup = TrialSetup {
+    Prepared {
         failure_iteration,
-        lost: &lost,
-        checkpoint: &cfg.checkpoint,
-        recovery: cfg.recovery,
-        checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t64, 0),
-    };
-    run_trial(model, baseline, convergence, setup, opts.fork_mode, ws)
+        lost,
+    }
 }
 
 fn tables<S>(
