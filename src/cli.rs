@@ -28,6 +28,16 @@ pub enum Command {
         #[arg(required = true)]
         scenarios: Vec<String>,
     },
+    /// Combine the results of the shards of a sharded run (`run --shard i/n`)
+    /// into exactly the files one unsharded run writes.
+    Merge {
+        /// Shard result folders (`<out>/<scenario>.shard-<i>-of-<n>`).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Output folder; results go to <OUT>/<scenario name>/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
     /// Print the unperturbed run's metric at every iteration (for calibrating criteria).
     Baseline {
         /// Scenario file or bundled scenario name.
@@ -62,6 +72,18 @@ pub struct RunArgs {
     /// No progress bar or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run only shard INDEX of COUNT (0-based), balanced by expected cost,
+    /// into <OUT>/<scenario>.shard-<INDEX>-of-<COUNT>/; combine shards with
+    /// `scarsim merge`. INDEX may be `env`: read from SLURM_ARRAY_TASK_ID or
+    /// JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<String>,
+    /// Continue an interrupted run: skip the units already in its journal.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the plan (units, estimated time and memory) without running it.
+    #[arg(long)]
+    pub plan: bool,
     /// Re-run each trial from iteration 0 instead of forking it from the
     /// unperturbed run (same results, slower; for benchmarking).
     #[arg(long, hide = true)]

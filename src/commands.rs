@@ -1,17 +1,21 @@
 //! The subcommands: resolve raw arguments into options, then call the library.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{Cli, Command, DataArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
 use crate::engine::{Convergence, ForkMode};
-use crate::experiment::{self, RunOptions};
+use crate::experiment::units::{self, Driver, Journal, JournalHeader, Records, Shard};
+use crate::experiment::{self, RawResult, RunFacts, RunOptions};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::report::Table;
+use crate::report::manifest::Program;
+use crate::report::write_atomic;
 use crate::scenario::{self, Scenario, bundled};
 
 /// Runs the subcommand `cli` asks for.
@@ -20,6 +24,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Run(args) => run(args),
         Command::List => list(),
         Command::Validate { scenarios } => validate(&scenarios),
+        Command::Merge { shards, out } => merge(&shards, &out),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
     }
 }
@@ -38,12 +43,31 @@ fn data_options(args: &DataArgs) -> Result<DataOptions> {
     })
 }
 
+/// Set by Ctrl-C: running cohorts stop and the run exits with its journal intact.
+static CANCEL: AtomicBool = AtomicBool::new(false);
+
+fn install_ctrl_c() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if CANCEL.swap(true, Ordering::SeqCst) {
+                eprintln!("\nstopping now");
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\nstopping: finished units are kept in the journal (Ctrl-C again to quit at once)"
+            );
+        });
+    });
+}
+
 fn run(args: RunArgs) -> Result<()> {
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let opts = RunOptions {
         data: data_options(&args.data)?,
         out_dir: args.out.clone(),
@@ -80,27 +104,368 @@ fn run(args: RunArgs) -> Result<()> {
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))?;
     let cache = DataCache::new();
+    if args.plan {
+        for (sc, _, _) in &loaded {
+            pool.install(|| plan(sc, &opts, &cache, shard))?;
+        }
+        return Ok(());
+    }
+    install_ctrl_c();
     for (sc, origin, text) in &loaded {
+        let name = &sc.meta().name;
         let units = experiment::unit_count(sc) as u64;
-        let bar = progress_bar(units, args.quiet, &sc.meta().name);
+        let bar = progress_bar(units, args.quiet, name);
         let started = Instant::now();
-        let dir =
-            pool.install(|| experiment::run_and_write(sc, origin, text, &opts, &cache, &bar))?;
+        let dir = match shard {
+            Some(s) => opts.out_dir.join(format!("{name}.{}", s.suffix())),
+            None => opts.out_dir.join(name),
+        };
+        let journal_path = dir.join(JOURNAL);
+        let header = JournalHeader {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            scenario: name.clone(),
+            fingerprint: experiment::fingerprint(sc, &opts.data)?,
+            shard,
+        };
+        let (journal, resumed) = if args.resume && journal_path.is_file() {
+            let (h, records, dropped) = Journal::read(&journal_path, true)?;
+            if h != header {
+                bail!(
+                    "{} belongs to a different run (scenario, options, seed, shard or program version differ); \
+                     delete it or run without --resume",
+                    journal_path.display()
+                );
+            }
+            if dropped > 0 && !args.quiet {
+                eprintln!(
+                    "{name}: dropped {dropped} torn or corrupt journal line(s); those units will be recomputed"
+                );
+            }
+            if !args.quiet {
+                eprintln!("{name}: resuming with {} units already done", records.len());
+            }
+            (Journal::append_to(&journal_path)?, records)
+        } else {
+            if args.resume && !args.quiet {
+                eprintln!(
+                    "{name}: no journal at {}; starting from the beginning",
+                    journal_path.display()
+                );
+            }
+            (Journal::create(&journal_path, &header)?, Records::new())
+        };
+        let resumed_count = resumed.len();
+        let driver = Driver::new(shard, resumed, Some(journal), &bar, &CANCEL);
+        let raw = match pool.install(|| experiment::run_raw(sc, &opts, &cache, &driver)) {
+            Ok(raw) => raw,
+            Err(e) => {
+                bar.finish_and_clear();
+                if e.downcast_ref::<units::Interrupted>().is_none()
+                    && driver.finished_count() == 0
+                    && resumed_count == 0
+                {
+                    // Nothing worth resuming: leave no trace of the failed run.
+                    std::fs::remove_file(&journal_path).ok();
+                    std::fs::remove_dir(&dir).ok();
+                    std::fs::remove_dir(&opts.out_dir).ok();
+                }
+                return Err(e.context(format!("scenario `{name}` ({})", origin.label)));
+            }
+        };
         bar.finish_and_clear();
-        if !args.quiet {
-            eprintln!(
-                "{}: {} trials in {:.1} s -> {}",
-                sc.meta().name,
-                units,
-                started.elapsed().as_secs_f64(),
-                dir.display()
-            );
-            print_summary(&dir.join("summary.csv"))?;
+        let seconds = started.elapsed().as_secs_f64();
+        let computed = raw.records.len().saturating_sub(resumed_count);
+        match shard {
+            Some(s) => {
+                let manifest = ShardManifest {
+                    program: Program::current().version.to_string(),
+                    scenario: name.clone(),
+                    fingerprint: header.fingerprint.clone(),
+                    seed: sc.meta().seed,
+                    trials: sc.meta().trials,
+                    synthetic: opts.data.synthetic,
+                    scale: opts.data.synthetic_scale,
+                    shard: s,
+                    units_total: units as usize,
+                    units: raw.records.keys().copied().collect(),
+                    source: origin.label.clone(),
+                    scenario_toml: text.clone(),
+                    context: raw.context.clone(),
+                    wall_time_seconds: seconds,
+                    threads,
+                };
+                let mut bytes = serde_json::to_vec_pretty(&manifest)?;
+                bytes.push(b'\n');
+                write_atomic(&dir.join(SHARD_FILE), &bytes)?;
+                if !args.quiet {
+                    eprintln!(
+                        "{name}: shard {}/{}: {} units in {seconds:.1} s -> {}",
+                        s.index,
+                        s.count,
+                        raw.records.len(),
+                        dir.display()
+                    );
+                }
+            }
+            None => {
+                let outcome = experiment::tables(sc, &raw)?;
+                let facts = RunFacts {
+                    origin,
+                    text,
+                    threads,
+                    seconds,
+                    units_computed: computed,
+                    extra: serde_json::Value::Null,
+                };
+                experiment::write_outcome(&dir, sc, &outcome, &facts)?;
+                std::fs::remove_file(&journal_path).ok();
+                if !args.quiet {
+                    eprintln!(
+                        "{name}: {units} trials in {seconds:.1} s -> {}",
+                        dir.display()
+                    );
+                    print_summary(&dir.join("summary.csv"))?;
+                }
+            }
         }
     }
     Ok(())
 }
 
+/// File name of a run's journal inside its results folder.
+pub const JOURNAL: &str = "units.jsonl";
+/// File name of a shard's description inside its results folder.
+pub const SHARD_FILE: &str = "shard.json";
+
+/// What a shard writes next to its journal, and `merge` checks.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ShardManifest {
+    program: String,
+    scenario: String,
+    fingerprint: String,
+    seed: u64,
+    trials: usize,
+    synthetic: bool,
+    scale: f64,
+    shard: Shard,
+    units_total: usize,
+    units: Vec<usize>,
+    source: String,
+    scenario_toml: String,
+    context: serde_json::Value,
+    wall_time_seconds: f64,
+    threads: usize,
+}
+
+fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
+    let started = Instant::now();
+    let mut shards: Vec<(std::path::PathBuf, ShardManifest, Records)> = Vec::new();
+    for dir in dirs {
+        let path = dir.join(SHARD_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "cannot read {}: is {} a finished shard folder?",
+                path.display(),
+                dir.display()
+            )
+        })?;
+        let m: ShardManifest = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a shard description", path.display()))?;
+        let (header, records, dropped) = Journal::read(&dir.join(JOURNAL), false)?;
+        if dropped > 0 || header.fingerprint != m.fingerprint || header.shard != Some(m.shard) {
+            bail!(
+                "{}: the journal does not match shard.json; re-run that shard",
+                dir.display()
+            );
+        }
+        shards.push((dir.clone(), m, records));
+    }
+    let (first_dir, first, _) = &shards[0];
+    for (dir, m, _) in &shards[1..] {
+        let what = if m.scenario != first.scenario {
+            Some(format!("scenario `{}` vs `{}`", m.scenario, first.scenario))
+        } else if m.program != first.program {
+            Some(format!(
+                "program version {} vs {}",
+                m.program, first.program
+            ))
+        } else if m.seed != first.seed {
+            Some(format!("seed {} vs {}", m.seed, first.seed))
+        } else if m.shard.count != first.shard.count {
+            Some(format!("{} shards vs {}", m.shard.count, first.shard.count))
+        } else if m.fingerprint != first.fingerprint {
+            Some("the resolved scenario or data options".to_string())
+        } else if m.context != first.context {
+            Some("their unperturbed runs or data".to_string())
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            bail!(
+                "cannot merge {} with {}: they differ in {what}; every shard must come from the same scenario, \
+                 seed, options and program version",
+                dir.display(),
+                first_dir.display()
+            );
+        }
+    }
+    // Rebuild the scenario exactly as the shards ran it.
+    let mut sc = scenario::parse(&first.scenario_toml, &first.source)?;
+    sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
+    let data = DataOptions {
+        synthetic: first.synthetic,
+        synthetic_scale: first.scale,
+        ..DataOptions::default()
+    };
+    if experiment::fingerprint(&sc, &data)? != first.fingerprint {
+        bail!(
+            "the shards were written by a different scenario definition or program version; re-run them"
+        );
+    }
+    let names = experiment::unit_names(&sc);
+    let mut seen_shard = vec![None; first.shard.count];
+    let mut owner: Vec<Option<usize>> = vec![None; names.len()];
+    let mut records = Records::new();
+    for (i, (dir, m, recs)) in shards.iter().enumerate() {
+        if let Some(j) = seen_shard[m.shard.index].replace(i) {
+            bail!(
+                "shard {}/{} is given twice: {} and {}",
+                m.shard.index,
+                m.shard.count,
+                shards[j].0.display(),
+                dir.display()
+            );
+        }
+        for &u in &m.units {
+            if u >= names.len() {
+                bail!(
+                    "{}: unit {u} does not exist in scenario `{}`",
+                    dir.display(),
+                    m.scenario
+                );
+            }
+            if let Some(j) = owner[u].replace(i) {
+                bail!(
+                    "unit {} is in two shards: {} and {}",
+                    names[u],
+                    shards[j].0.display(),
+                    dir.display()
+                );
+            }
+            let r = recs.get(&u).with_context(|| {
+                format!(
+                    "{}: no result for unit {}; re-run that shard",
+                    dir.display(),
+                    names[u]
+                )
+            })?;
+            records.insert(u, r.clone());
+        }
+    }
+    let missing_shards: Vec<String> = seen_shard
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_none())
+        .map(|(i, _)| format!("{i}/{}", first.shard.count))
+        .collect();
+    if !missing_shards.is_empty() {
+        bail!(
+            "missing shard(s) {}; give every shard folder",
+            missing_shards.join(", ")
+        );
+    }
+    let missing: Vec<&str> = (0..names.len())
+        .filter(|u| owner[*u].is_none())
+        .map(|u| names[u].as_str())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} unit(s) are in no shard, e.g. {}",
+            missing.len(),
+            missing
+                .iter()
+                .take(5)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let raw = RawResult {
+        context: first.context.clone(),
+        records,
+    };
+    let outcome = experiment::tables(&sc, &raw)?;
+    let origin = scenario::Origin {
+        label: first.source.clone(),
+        path: None,
+    };
+    let facts = RunFacts {
+        origin: &origin,
+        text: &first.scenario_toml,
+        threads: first.threads,
+        seconds: shards.iter().map(|s| s.1.wall_time_seconds).sum::<f64>()
+            + started.elapsed().as_secs_f64(),
+        units_computed: names.len(),
+        extra: serde_json::json!({
+            "merged_shards": shards.iter().map(|s| s.0.display().to_string()).collect::<Vec<_>>(),
+            "shard_wall_time_seconds": shards.iter().map(|s| s.1.wall_time_seconds).collect::<Vec<_>>(),
+        }),
+    };
+    let dir = out.join(&first.scenario);
+    experiment::write_outcome(&dir, &sc, &outcome, &facts)?;
+    eprintln!(
+        "{}: merged {} shards -> {}",
+        first.scenario,
+        shards.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// `run --plan`: how many units, and what they will cost on this machine.
+fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard>) -> Result<()> {
+    let names = experiment::unit_names(sc);
+    let p = experiment::plan(sc, opts, cache)?;
+    let mine = match shard {
+        Some(s) => units::assign(&p.unit_costs, s).len(),
+        None => names.len(),
+    };
+    let share = if names.is_empty() {
+        0.0
+    } else {
+        let all: f64 = p.unit_costs.iter().sum();
+        let own: f64 = match shard {
+            Some(s) => units::assign(&p.unit_costs, s)
+                .iter()
+                .map(|&u| p.unit_costs[u])
+                .sum(),
+            None => all,
+        };
+        own / all.max(f64::MIN_POSITIVE)
+    };
+    let seconds = p.baseline_seconds + p.trial_seconds * share / opts.threads as f64;
+    println!("scenario {}", sc.meta().name);
+    println!("  units: {} ({} in this run)", names.len(), mine);
+    println!(
+        "  unperturbed run: {} iterations in {:.1} s",
+        p.baseline_iterations, p.baseline_seconds
+    );
+    println!(
+        "  trial iterations (failure to the unperturbed convergence point, before rework): {:.0}",
+        p.unit_costs.iter().sum::<f64>() * share
+    );
+    println!(
+        "  estimated time on {} thread(s): {:.0} s ({:.1} min), plus the rework iterations",
+        opts.threads,
+        seconds,
+        seconds / 60.0
+    );
+    println!(
+        "  estimated memory: {:.0} MiB",
+        p.memory_bytes as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
 fn progress_bar(len: u64, quiet: bool, name: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();

@@ -76,7 +76,7 @@ impl fmt::Display for DatasetName {
 }
 
 /// Where a dataset came from; written into every manifest and figure title.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Provenance {
     /// Read from real files.

@@ -34,7 +34,7 @@ pub struct TrialSetup<'a> {
 }
 
 /// What happened in one trial.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrialOutcome {
     /// T.
     pub failure_iteration: usize,
@@ -67,16 +67,19 @@ pub fn run_trial<M: Model>(
     mode: ForkMode,
     ws: &mut M::Workspace,
 ) -> TrialOutcome {
-    run_cohort(model, baseline, convergence, vec![setup], mode, ws)
-        .pop()
-        .expect("one outcome per setup")
+    run_cohort(model, baseline, convergence, vec![setup], mode, ws, &|| {
+        false
+    })
+    .and_then(|mut v| v.pop())
+    .expect("one outcome per setup")
 }
 
 /// Runs several trials that fork from the same unperturbed run, advancing
 /// them in lockstep by iteration so that the model can serve them together
 /// ([`Model::metric_many`], [`Model::step_many`]). A trial joins at its
 /// failure iteration and leaves when it converges. Each trial's outcome is
-/// exactly what [`run_trial`] gives it alone.
+/// exactly what [`run_trial`] gives it alone. `stop` is polled every
+/// iteration; when it returns true the cohort is abandoned (`None`).
 pub fn run_cohort<M: Model>(
     model: &M,
     baseline: &Baseline<M::State>,
@@ -84,7 +87,8 @@ pub fn run_cohort<M: Model>(
     setups: Vec<TrialSetup<'_>>,
     mode: ForkMode,
     ws: &mut M::Workspace,
-) -> Vec<TrialOutcome> {
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<TrialOutcome>> {
     let run_seed = baseline.run_seed;
     let n = setups.len();
     let mut states = Vec::with_capacity(n);
@@ -124,6 +128,9 @@ pub fn run_cohort<M: Model>(
     let mut metrics = vec![0.0; n];
     let mut k = starts.iter().copied().min().unwrap_or(0);
     while done.iter().any(Option::is_none) {
+        if stop() {
+            return None;
+        }
         for i in 0..n {
             active[i] = done[i].is_none() && starts[i] <= k;
         }
@@ -150,7 +157,7 @@ pub fn run_cohort<M: Model>(
         }
         k += 1;
     }
-    (0..n)
+    let outcomes = (0..n)
         .map(|i| {
             let (iterations_to_converge, converged) = done[i].expect("every trial finished");
             TrialOutcome {
@@ -162,7 +169,8 @@ pub fn run_cohort<M: Model>(
                 recovery: recoveries[i],
             }
         })
-        .collect()
+        .collect();
+    Some(outcomes)
 }
 
 /// x(0..=t) recomputed from x(0), evaluating the metric every iteration as a
