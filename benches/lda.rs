@@ -13,6 +13,14 @@ use scarsim::data::{DatasetName, lda_standin};
 use scarsim::model::lda::{Lda, LdaConfig};
 use scarsim::model::{IterCtx, Model};
 
+/// CPU time this thread has run, in nanoseconds (Linux `schedstat`), so that
+/// throughput can be measured on a machine shared with other jobs; `None`
+/// where the file does not exist.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
 fn model() -> Lda {
     let shape = real_shape(DatasetName::News20).unwrap();
     let corpus = Arc::new(lda_standin::generate(DatasetName::News20, &shape, 1, 0.1));
@@ -60,6 +68,27 @@ fn bench(c: &mut Criterion) {
             k += 1;
         })
     });
+    // The same sweep timed by the thread's CPU time instead of wall time
+    // (on a loaded machine wall time also counts time spent descheduled).
+    if thread_cpu_ns().is_some() {
+        g.bench_function("gibbs_sweep_tokens_cpu_time", |b| {
+            b.iter_custom(|iters| {
+                let start = thread_cpu_ns().unwrap_or(0);
+                for _ in 0..iters {
+                    m.step(
+                        &mut state,
+                        IterCtx {
+                            iteration: k,
+                            run_seed: 7,
+                        },
+                        &mut ws,
+                    );
+                    k += 1;
+                }
+                std::time::Duration::from_nanos(thread_cpu_ns().unwrap_or(0) - start)
+            })
+        });
+    }
     g.bench_function("metric_neg_log_likelihood", |b| {
         b.iter(|| black_box(m.metric(&state, &mut ws)))
     });
