@@ -7,10 +7,15 @@
 //! both accepted. With `--synthetic` (or a scenario that asks for it) the
 //! stand-in is generated instead; every output says which was used.
 
+pub mod corpus;
 pub mod covtype;
 pub mod files;
+pub mod lda_standin;
 pub mod mnist;
+pub mod news20;
+pub mod reuters;
 pub mod synthetic;
+pub mod tarball;
 
 use std::any::Any;
 use std::collections::HashMap;

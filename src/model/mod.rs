@@ -7,6 +7,7 @@
 //! single blocks when it checkpoints, fails and recovers.
 
 pub mod kernels;
+pub mod lda;
 pub mod mlr;
 pub mod registry;
 

@@ -10,8 +10,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
+use super::lda::{Lda, LdaConfig, MAX_TOPICS};
 use super::mlr::{Mlr, MlrConfig};
-use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
+use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, synthetic};
 use crate::scenario::SourceText;
 
 /// A model and its hyper-parameters, as a scenario names them.
@@ -27,6 +28,28 @@ pub enum ModelSpec {
         /// Learning rate η on the batch-mean gradient.
         learning_rate: f64,
     },
+    /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
+    Lda {
+        /// `20news` or `reuters`.
+        dataset: DatasetName,
+        /// Number of topics K.
+        topics: usize,
+        /// Symmetric Dirichlet prior on the doc-topic distributions.
+        alpha: f64,
+        /// Symmetric Dirichlet prior on the topic-word distributions.
+        beta: f64,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLda {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    topics: usize,
+    alpha: f64,
+    beta: f64,
 }
 
 #[derive(Deserialize)]
@@ -45,7 +68,7 @@ impl ModelSpec {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr"));
+                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, lda"));
             }
         };
         let value = toml::Value::Table(table.clone());
@@ -78,10 +101,42 @@ impl ModelSpec {
                     learning_rate: raw.learning_rate,
                 })
             }
+            "lda" => {
+                let raw: RawLda = RawLda::deserialize(value).map_err(bad)?;
+                if !matches!(raw.dataset, DatasetName::News20 | DatasetName::Reuters) {
+                    return Err(src.error_at(
+                        span,
+                        "model.dataset",
+                        "lda trains on `20news` or `reuters`",
+                    ));
+                }
+                if !(2..=MAX_TOPICS).contains(&raw.topics) {
+                    return Err(src.error_at(
+                        span,
+                        "model.topics",
+                        format!("{} is outside 2..={MAX_TOPICS}", raw.topics),
+                    ));
+                }
+                for (field, v) in [("model.alpha", raw.alpha), ("model.beta", raw.beta)] {
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(src.error_at(
+                            span,
+                            field,
+                            format!("{v} must be a positive number"),
+                        ));
+                    }
+                }
+                Ok(ModelSpec::Lda {
+                    dataset: raw.dataset,
+                    topics: raw.topics,
+                    alpha: raw.alpha,
+                    beta: raw.beta,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr"),
+                format!("unknown model `{other}`; expected one of: mlr, lda"),
             )),
         }
     }
@@ -90,6 +145,7 @@ impl ModelSpec {
     pub fn kind_name(&self) -> &'static str {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
+            ModelSpec::Lda { .. } => "lda",
         }
     }
 
@@ -97,6 +153,7 @@ impl ModelSpec {
     pub fn dataset(&self) -> DatasetName {
         match self {
             ModelSpec::Mlr { dataset, .. } => *dataset,
+            ModelSpec::Lda { dataset, .. } => *dataset,
         }
     }
 }
@@ -109,7 +166,8 @@ pub struct DataUsed {
     /// Real files or stand-in.
     pub provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
-    /// (1 for real data). Criteria that are sums over the training set, and
+    /// (1 for real data); for text corpora, tokens in the corpus used divided
+    /// by tokens in the real corpus. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     pub size_ratio: f64,
 }
@@ -153,6 +211,33 @@ pub fn build_and_visit<V: ModelVisitor>(
                 &MlrConfig {
                     batch_size: batch,
                     learning_rate: *learning_rate,
+                },
+            );
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Lda {
+            dataset,
+            topics,
+            alpha,
+            beta,
+        } => {
+            let data = corpus::cached_corpus(cache, *dataset, opts, seed)?;
+            let real = corpus::real_shape(*dataset)?;
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: match data.provenance {
+                    Provenance::Real { .. } => 1.0,
+                    Provenance::Synthetic { .. } => data.total_tokens() as f64 / real.tokens as f64,
+                },
+            };
+            let model = Lda::new(
+                data,
+                &LdaConfig {
+                    topics: *topics,
+                    alpha: *alpha,
+                    beta: *beta,
+                    init_seed: seed,
                 },
             );
             Ok(visitor.visit(&model, &used))
