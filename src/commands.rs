@@ -3,15 +3,16 @@
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, DataArgs, RunArgs};
+use crate::cli::{Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
 use crate::engine::{Convergence, ForkMode};
 use crate::experiment::{self, RunOptions};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::report::Table;
+use crate::report::{Table, figures};
+use crate::reproduce::{self, ReproduceOptions};
 use crate::scenario::{self, Scenario, bundled};
 
 /// Runs the subcommand `cli` asks for.
@@ -20,6 +21,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Run(args) => run(args),
         Command::List => list(),
         Command::Validate { scenarios } => validate(&scenarios),
+        Command::Plot(args) => plot(args),
+        Command::Reproduce(args) => reproduce(args),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
     }
 }
@@ -97,6 +100,98 @@ fn run(args: RunArgs) -> Result<()> {
             );
             print_summary(&dir.join("summary.csv"))?;
         }
+        if !args.no_plot {
+            let files = figures::draw_results(&dir).with_context(|| {
+                format!(
+                    "the results are in {}, but drawing their figure failed",
+                    dir.display()
+                )
+            })?;
+            if !args.quiet {
+                eprintln!("  figure: {}", files[1].display());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plot(args: PlotArgs) -> Result<()> {
+    let mut dirs = Vec::new();
+    for d in &args.dirs {
+        dirs.extend(figures::expand_results_dirs(d)?);
+    }
+    let mut loaded = Vec::new();
+    for d in &dirs {
+        let r = figures::Results::load(d)?;
+        for f in figures::draw_loaded(&r)? {
+            println!("{}", f.display());
+        }
+        loaded.push(r);
+    }
+    if let Some(name) = &args.grid {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !name.starts_with('.');
+        if !ok {
+            bail!("--grid {name:?}: use letters, digits, '-', '_' and '.' (it names the files)");
+        }
+        let out = match &args.out {
+            Some(o) => o.clone(),
+            None => dirs[0]
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default(),
+        };
+        let rs: Vec<&figures::Results> = loaded.iter().collect();
+        let grid = figures::grid(&rs, None)?;
+        for f in figures::write_picture(&out, name, figures::Picture::Grid(&grid))? {
+            println!("{}", f.display());
+        }
+    }
+    Ok(())
+}
+
+fn reproduce(args: ReproduceArgs) -> Result<()> {
+    let threads = match args.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let opts = ReproduceOptions {
+        quick: args.quick,
+        data_dir: args.data_dir,
+        out_dir: args.out,
+        trials: args.trials,
+        scale: args.scale,
+        threads,
+    };
+    let quiet = args.quiet;
+    let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
+    let log = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let done = reproduce::reproduce(&opts, &bar, &log)?;
+    println!(
+        "{} ({} figure files, {:.1} s)",
+        done.report.display(),
+        done.figures.len(),
+        done.wall_time_seconds
+    );
+    if !done.failed.is_empty() {
+        bail!(
+            "{} of the bundled scenarios failed ({}); see {}",
+            done.failed.len(),
+            done.failed
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            done.report.display()
+        );
     }
     Ok(())
 }

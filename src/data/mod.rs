@@ -10,6 +10,7 @@
 pub mod covtype;
 pub mod files;
 pub mod mnist;
+pub mod presence;
 pub mod synthetic;
 
 use std::any::Any;
