@@ -87,7 +87,7 @@ pub struct PlotArgs {
     #[arg(long, value_name = "NAME")]
     pub grid: Option<String>,
     /// Folder for the --grid figure (default: the parent of the first results folder).
-    #[arg(long)]
+    #[arg(long, requires = "grid")]
     pub out: Option<PathBuf>,
 }
 

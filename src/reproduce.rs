@@ -124,6 +124,18 @@ struct Entry {
     paper: Option<String>,
     choice: Option<DataChoice>,
     results: Result<Results, String>,
+    figure_error: Option<String>,
+}
+
+impl Entry {
+    /// The error that made this scenario fail, if any.
+    fn error(&self) -> Option<String> {
+        match (&self.results, &self.figure_error) {
+            (Err(e), _) => Some(e.clone()),
+            (Ok(_), Some(f)) => Some(format!("the run finished but its figure failed: {f}")),
+            (Ok(_), None) => None,
+        }
+    }
 }
 
 /// What `reproduce` did.
@@ -166,11 +178,14 @@ pub fn reproduce(
     let mut entries = Vec::new();
     let mut figure_files = Vec::new();
     for name in bundled::names() {
-        let entry = run_one(name, opts, scale, &pool, &cache, progress, log);
+        let mut entry = run_one(name, opts, scale, &pool, &cache, progress, log);
         if let Ok(r) = &entry.results {
             match figures::draw_loaded(r) {
                 Ok(files) => figure_files.extend(files),
-                Err(e) => log(&format!("{name}: figure not drawn: {e:#}")),
+                Err(e) => {
+                    log(&format!("{name}: figure not drawn: {e:#}"));
+                    entry.figure_error = Some(format!("{e:#}"));
+                }
             }
         }
         entries.push(entry);
@@ -199,12 +214,7 @@ pub fn reproduce(
         figures: figure_files,
         failed: entries
             .iter()
-            .filter_map(|e| {
-                e.results
-                    .as_ref()
-                    .err()
-                    .map(|m| (e.name.clone(), m.clone()))
-            })
+            .filter_map(|e| e.error().map(|m| (e.name.clone(), m)))
             .collect(),
         wall_time_seconds: seconds,
     })
@@ -224,6 +234,7 @@ fn run_one(
         paper,
         choice,
         results: Err(format!("{e:#}")),
+        figure_error: None,
     };
     let (mut sc, origin, text) = match scenario::load(name) {
         Ok(x) => x,
@@ -283,6 +294,7 @@ fn run_one(
                 paper,
                 choice: Some(choice),
                 results: Ok(r),
+                figure_error: None,
             }
         }
         Err(e) => {
@@ -496,16 +508,14 @@ fn report_text(
             )?;
         }
     }
-    let failed: Vec<&Entry> = entries.iter().filter(|e| e.results.is_err()).collect();
+    let failed: Vec<(&str, String)> = entries
+        .iter()
+        .filter_map(|e| e.error().map(|m| (e.name.as_str(), m)))
+        .collect();
     if !failed.is_empty() {
         writeln!(w, "## Failed scenarios\n")?;
-        for e in failed {
-            writeln!(
-                w,
-                "- `{}`: {}",
-                e.name,
-                e.results.as_ref().err().map_or("", String::as_str)
-            )?;
+        for (name, error) in failed {
+            writeln!(w, "- `{name}`: {error}")?;
         }
         writeln!(w)?;
     }

@@ -199,8 +199,25 @@ fn series_chart(
             .collect();
         points.sort_by(|a, b| a.x.total_cmp(&b.x));
         if r.is_reference(&name) {
+            // E.g. "traditional (r = 1, full recovery)": what the dashed line is.
+            let what: Vec<String> = [
+                r.series_value(&name, "checkpoint_fraction")
+                    .filter(|v| !v.is_empty())
+                    .map(|v| format!("r = {v}")),
+                r.series_value(&name, "recovery")
+                    .filter(|v| !v.is_empty())
+                    .map(|v| format!("{v} recovery")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let label = if what.is_empty() {
+                "reference".to_string()
+            } else {
+                what.join(", ")
+            };
             series.push(Series {
-                name: format!("{name} (reference)"),
+                name: format!("{name} ({label})"),
                 style: Style::HorizontalReference,
                 colour: Colour::Black,
                 points,

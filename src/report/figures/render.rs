@@ -698,7 +698,7 @@ pub fn tick_label(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::figures::chart::{Colour, Series};
+    use crate::report::figures::chart::Colour;
 
     #[test]
     fn nice_ticks_are_round_and_cover_the_range() {
@@ -768,11 +768,61 @@ mod tests {
     }
 
     #[test]
+    fn bound_figures_draw_a_red_line_over_a_scatter() {
+        // The primitives of SCAR Figures 3-5: one marker per trial and the
+        // Theorem 1 bound as a red line.
+        let scatter: Vec<Point> = (0..50)
+            .map(|i| Point::plain(i as f64 / 10.0, (i % 7) as f64))
+            .collect();
+        let chart = Chart {
+            title: "Cost vs perturbation".into(),
+            subtitle: String::new(),
+            x: Axis::linear("‖δ‖"),
+            y: Axis::linear("Iteration cost"),
+            series: vec![
+                Series {
+                    name: "trials".into(),
+                    style: Style::Markers,
+                    colour: Colour::Palette(0),
+                    points: scatter,
+                },
+                Series {
+                    name: "Theorem 1 bound".into(),
+                    style: Style::Line,
+                    colour: Colour::Red,
+                    points: vec![Point::plain(0.0, 0.0), Point::plain(5.0, 9.0)],
+                },
+            ],
+            dodge: false,
+        };
+        let bytes = to_png(Picture::Single(&chart)).unwrap();
+        let dec = png::Decoder::new(std::io::Cursor::new(&bytes));
+        let mut reader = dec.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        reader.next_frame(&mut buf).unwrap();
+        let (r, g, b) = Colour::Red.rgb();
+        let red = buf
+            .chunks(3)
+            .filter(|p| p[0] == r && p[1] == g && p[2] == b)
+            .count();
+        assert!(red > 500, "{red} pure red pixels");
+        let svg = to_svg(Picture::Single(&chart)).unwrap();
+        assert!(svg.contains("Theorem 1 bound") && svg.contains("‖δ‖"));
+    }
+
+    #[test]
     fn svg_has_the_text_and_png_the_size() {
-        let c = sample_chart("A title");
+        let c = sample_chart("A title with <, > & \"quotes\"");
         let svg = to_svg(Picture::Single(&c)).unwrap();
-        assert!(svg.starts_with("<svg"));
-        assert!(svg.contains("A title") && svg.contains("subtitle"));
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("A title with <, > & \"quotes\""))
+        );
+        assert!(texts.iter().any(|t| t.contains("subtitle")));
         let png_bytes = to_png(Picture::Single(&c)).unwrap();
         let dec = png::Decoder::new(std::io::Cursor::new(&png_bytes));
         let reader = dec.read_info().unwrap();
