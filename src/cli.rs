@@ -101,6 +101,9 @@ pub struct ReproduceArgs {
     /// missing there run on the synthetic stand-ins.
     #[arg(long, default_value = "data")]
     pub data_dir: PathBuf,
+    /// Use the synthetic stand-ins even where real data is present.
+    #[arg(long)]
+    pub synthetic: bool,
     /// Output folder: a subfolder per scenario, the paper's multi-panel figures and REPORT.md.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,

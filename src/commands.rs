@@ -162,6 +162,7 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
     let opts = ReproduceOptions {
         quick: args.quick,
         data_dir: args.data_dir,
+        synthetic: args.synthetic,
         out_dir: args.out,
         trials: args.trials,
         scale: args.scale,

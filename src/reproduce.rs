@@ -37,6 +37,8 @@ pub struct ReproduceOptions {
     pub quick: bool,
     /// Folder with the real datasets (one subfolder per dataset).
     pub data_dir: PathBuf,
+    /// Use the stand-ins even where real data is present.
+    pub synthetic: bool,
     /// Output folder: a subfolder per scenario, the grids and `REPORT.md`.
     pub out_dir: PathBuf,
     /// Trials per point, overriding the scenarios' and `--quick`'s.
@@ -69,6 +71,9 @@ impl ReproduceOptions {
         }
         if let Some(t) = self.trials {
             write!(s, " --trials {t}").expect("write to String");
+        }
+        if self.synthetic {
+            s.push_str(" --synthetic");
         }
         if let Some(f) = self.scale {
             write!(s, " --scale {f}").expect("write to String");
@@ -247,11 +252,21 @@ fn run_one(
     if let Err(e) = sc.override_trials_and_seed(opts.trials(), None) {
         return failed(paper, None, e);
     }
-    let choice = choose_data(&datasets_of(&sc), &opts.data_dir, scale);
+    let choice = if opts.synthetic {
+        DataChoice::StandIn {
+            scale,
+            missing: Vec::new(),
+        }
+    } else {
+        choose_data(&datasets_of(&sc), &opts.data_dir, scale)
+    };
     match &choice {
         DataChoice::Real => log(&format!(
             "{name}: real data from {}",
             opts.data_dir.display()
+        )),
+        DataChoice::StandIn { scale, missing } if missing.is_empty() => log(&format!(
+            "{name}: synthetic stand-in at scale {scale} (--synthetic)"
         )),
         DataChoice::StandIn { scale, missing } => log(&format!(
             "{name}: synthetic stand-in at scale {scale} ({} not found)",
@@ -358,10 +373,15 @@ fn report_text(
     writeln!(
         w,
         "- Data: {real} of {} scenarios on real data from `{}`; the others on synthetic stand-ins \
-         (real data is used wherever its files are present). Stand-ins show the mechanisms, not \
-         the paper's numbers: compare their measurements with the paper's claims with that in mind.",
+         ({}). Stand-ins show the mechanisms, not the paper's numbers: compare their \
+         measurements with the paper's claims with that in mind.",
         entries.len(),
-        opts.data_dir.display()
+        opts.data_dir.display(),
+        if opts.synthetic {
+            "`--synthetic` was given"
+        } else {
+            "real data is used wherever its files are present"
+        }
     )?;
     writeln!(
         w,
@@ -531,6 +551,7 @@ mod tests {
         let mut o = ReproduceOptions {
             quick: true,
             data_dir: "data".into(),
+            synthetic: false,
             out_dir: "out".into(),
             trials: None,
             scale: None,

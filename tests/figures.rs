@@ -246,3 +246,68 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
     }
     assert!(report.contains("total wall time"));
 }
+
+#[test]
+fn reproduce_uses_real_data_where_present_and_reports_failures() {
+    let dir = tmpdir("fig-reproduce-real");
+    // A CoverType file that is present (so it is chosen) but broken.
+    std::fs::create_dir_all(dir.join("data/covtype")).unwrap();
+    std::fs::write(dir.join("data/covtype/covtype.data"), "not,numbers\n").unwrap();
+    let o = scarsim(
+        &dir,
+        &[
+            "reproduce",
+            "--quick",
+            "--trials",
+            "2",
+            "--scale",
+            "0.02",
+            "--out",
+            "rep",
+        ],
+    );
+    assert!(
+        !o.status.success(),
+        "a failed scenario makes the command fail"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("scar-partial-mlr-covtype: real data from data"),
+        "{err}"
+    );
+    assert!(
+        err.contains("scar-partial-mlr-mnist: synthetic stand-in at scale 0.02"),
+        "{err}"
+    );
+    assert!(err.contains("scenarios failed"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let report = std::fs::read_to_string(dir.join("rep/REPORT.md")).unwrap();
+    assert!(report.contains("## Failed scenarios"), "{report}");
+    assert!(
+        report.contains("covtype.data line 1"),
+        "the loader's error is quoted"
+    );
+    // The others still ran and were drawn, in the paper's grid.
+    check_png(&dir.join("rep/scar-partial-mlr-mnist/figure.png"), SINGLE);
+    check_png(&dir.join("rep/scar-fig6.png"), (4 * 620, 86 + 2 * 470));
+    // With --synthetic the present file is ignored and everything runs.
+    let o = scarsim(
+        &dir,
+        &[
+            "reproduce",
+            "--quick",
+            "--synthetic",
+            "--trials",
+            "2",
+            "--scale",
+            "0.02",
+            "--out",
+            "syn",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = std::fs::read_to_string(dir.join("syn/REPORT.md")).unwrap();
+    assert!(report.contains("`--synthetic` was given"));
+    assert!(!report.contains("## Failed scenarios"));
+}
