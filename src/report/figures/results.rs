@@ -96,6 +96,9 @@ impl Results {
     pub fn load(dir: &Path) -> Result<Results> {
         let manifest_path = dir.join("manifest.json");
         let summary_path = dir.join("summary.csv");
+        if !dir.is_dir() {
+            bail!("results folder {} does not exist", dir.display());
+        }
         if !manifest_path.is_file() || !summary_path.is_file() {
             bail!(
                 "{} is not a scarsim results folder: it needs manifest.json and summary.csv (written by `scarsim run`)",
