@@ -1,21 +1,21 @@
 //! The subcommands: resolve raw arguments into options, then call the library.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, DataArgs, RunArgs};
+use crate::cli::{Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
-use crate::engine::{Convergence, ForkMode};
-use crate::experiment::units::{self, Driver, Journal, JournalHeader, Records, Shard};
+use crate::engine::ForkMode;
+use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
+use crate::experiment::units::{self, CANCEL, Journal, Records, Shard};
 use crate::experiment::{self, RawResult, RunFacts, RunOptions};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::report::Table;
-use crate::report::manifest::Program;
-use crate::report::write_atomic;
+use crate::report::{Table, figures};
+use crate::reproduce::{self, ReproduceOptions};
 use crate::scenario::{self, Scenario, bundled};
 
 /// Runs the subcommand `cli` asks for.
@@ -25,6 +25,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::List => list(),
         Command::Validate { scenarios } => validate(&scenarios),
         Command::Merge { shards, out } => merge(&shards, &out),
+        Command::Plot(args) => plot(args),
+        Command::Reproduce(args) => reproduce(args),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
     }
 }
@@ -42,9 +44,6 @@ fn data_options(args: &DataArgs) -> Result<DataOptions> {
         synthetic_scale: args.scale,
     })
 }
-
-/// Set by Ctrl-C: running cohorts stop and the run exits with its journal intact.
-static CANCEL: AtomicBool = AtomicBool::new(false);
 
 fn install_ctrl_c() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -115,110 +114,36 @@ fn run(args: RunArgs) -> Result<()> {
         let name = &sc.meta().name;
         let units = experiment::unit_count(sc) as u64;
         let bar = progress_bar(units, args.quiet, name);
-        let started = Instant::now();
-        let dir = match shard {
-            Some(s) => opts.out_dir.join(format!("{name}.{}", s.suffix())),
-            None => opts.out_dir.join(name),
-        };
-        let journal_path = dir.join(JOURNAL);
-        let header = JournalHeader {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            scenario: name.clone(),
-            fingerprint: experiment::fingerprint(sc, &opts.data)?,
-            shard,
-        };
-        let (journal, resumed) = if args.resume && journal_path.is_file() {
-            let (h, records, dropped) = Journal::read(&journal_path, true)?;
-            if h != header {
-                bail!(
-                    "{} belongs to a different run (scenario, options, seed, shard or program version differ); \
-                     delete it or run without --resume",
-                    journal_path.display()
-                );
-            }
-            if dropped > 0 && !args.quiet {
-                eprintln!(
-                    "{name}: dropped {dropped} torn or corrupt journal line(s); those units will be recomputed"
-                );
-            }
+        let log = |line: &str| {
             if !args.quiet {
-                eprintln!("{name}: resuming with {} units already done", records.len());
-            }
-            (Journal::append_to(&journal_path)?, records)
-        } else {
-            if args.resume && !args.quiet {
-                eprintln!(
-                    "{name}: no journal at {}; starting from the beginning",
-                    journal_path.display()
-                );
-            }
-            (Journal::create(&journal_path, &header)?, Records::new())
-        };
-        let resumed_count = resumed.len();
-        let driver = Driver::new(shard, resumed, Some(journal), &bar, &CANCEL);
-        let raw = match pool.install(|| experiment::run_raw(sc, &opts, &cache, &driver)) {
-            Ok(raw) => raw,
-            Err(e) => {
-                bar.finish_and_clear();
-                if e.downcast_ref::<units::Interrupted>().is_none()
-                    && driver.finished_count() == 0
-                    && resumed_count == 0
-                {
-                    // Nothing worth resuming: leave no trace of the failed run.
-                    std::fs::remove_file(&journal_path).ok();
-                    std::fs::remove_dir(&dir).ok();
-                    std::fs::remove_dir(&opts.out_dir).ok();
-                }
-                return Err(e.context(format!("scenario `{name}` ({})", origin.label)));
+                bar.suspend(|| eprintln!("{name}: {line}"));
             }
         };
+        let exec = Execution {
+            shard,
+            resume: args.resume,
+            cancel: &CANCEL,
+            log: &log,
+        };
+        let done = pool.install(|| execute::execute(sc, origin, text, &opts, &cache, &bar, &exec));
         bar.finish_and_clear();
-        let seconds = started.elapsed().as_secs_f64();
-        let computed = raw.records.len().saturating_sub(resumed_count);
-        match shard {
-            Some(s) => {
-                let manifest = ShardManifest {
-                    program: Program::current().version.to_string(),
-                    scenario: name.clone(),
-                    fingerprint: header.fingerprint.clone(),
-                    seed: sc.meta().seed,
-                    trials: sc.meta().trials,
-                    synthetic: opts.data.synthetic,
-                    scale: opts.data.synthetic_scale,
-                    shard: s,
-                    units_total: units as usize,
-                    units: raw.records.keys().copied().collect(),
-                    source: origin.label.clone(),
-                    scenario_toml: text.clone(),
-                    context: raw.context.clone(),
-                    wall_time_seconds: seconds,
-                    threads,
-                };
-                let mut bytes = serde_json::to_vec_pretty(&manifest)?;
-                bytes.push(b'\n');
-                write_atomic(&dir.join(SHARD_FILE), &bytes)?;
+        match done? {
+            Executed::Shard {
+                dir,
+                units,
+                seconds,
+            } => {
                 if !args.quiet {
+                    let s = shard.expect("a shard run");
                     eprintln!(
-                        "{name}: shard {}/{}: {} units in {seconds:.1} s -> {}",
+                        "{name}: shard {}/{}: {units} units in {seconds:.1} s -> {}",
                         s.index,
                         s.count,
-                        raw.records.len(),
                         dir.display()
                     );
                 }
             }
-            None => {
-                let outcome = experiment::tables(sc, &raw)?;
-                let facts = RunFacts {
-                    origin,
-                    text,
-                    threads,
-                    seconds,
-                    units_computed: computed,
-                    extra: serde_json::Value::Null,
-                };
-                experiment::write_outcome(&dir, sc, &outcome, &facts)?;
-                std::fs::remove_file(&journal_path).ok();
+            Executed::Results { dir, seconds } => {
                 if !args.quiet {
                     eprintln!(
                         "{name}: {units} trials in {seconds:.1} s -> {}",
@@ -226,35 +151,104 @@ fn run(args: RunArgs) -> Result<()> {
                     );
                     print_summary(&dir.join("summary.csv"))?;
                 }
+                if !args.no_plot {
+                    let files = figures::draw_results(&dir).with_context(|| {
+                        format!(
+                            "the results are in {}, but drawing their figure failed",
+                            dir.display()
+                        )
+                    })?;
+                    if !args.quiet {
+                        eprintln!("  figure: {}", files[1].display());
+                    }
+                }
             }
         }
     }
     Ok(())
 }
 
-/// File name of a run's journal inside its results folder.
-pub const JOURNAL: &str = "units.jsonl";
-/// File name of a shard's description inside its results folder.
-pub const SHARD_FILE: &str = "shard.json";
+fn plot(args: PlotArgs) -> Result<()> {
+    let mut dirs = Vec::new();
+    for d in &args.dirs {
+        dirs.extend(figures::expand_results_dirs(d)?);
+    }
+    let mut loaded = Vec::new();
+    for d in &dirs {
+        let r = figures::Results::load(d)?;
+        for f in figures::draw_loaded(&r)? {
+            println!("{}", f.display());
+        }
+        loaded.push(r);
+    }
+    if let Some(name) = &args.grid {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !name.starts_with('.');
+        if !ok {
+            bail!("--grid {name:?}: use letters, digits, '-', '_' and '.' (it names the files)");
+        }
+        let out = match &args.out {
+            Some(o) => o.clone(),
+            None => dirs[0]
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default(),
+        };
+        let rs: Vec<&figures::Results> = loaded.iter().collect();
+        let grid = figures::grid(&rs, None)?;
+        for f in figures::write_picture(&out, name, figures::Picture::Grid(&grid))? {
+            println!("{}", f.display());
+        }
+    }
+    Ok(())
+}
 
-/// What a shard writes next to its journal, and `merge` checks.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ShardManifest {
-    program: String,
-    scenario: String,
-    fingerprint: String,
-    seed: u64,
-    trials: usize,
-    synthetic: bool,
-    scale: f64,
-    shard: Shard,
-    units_total: usize,
-    units: Vec<usize>,
-    source: String,
-    scenario_toml: String,
-    context: serde_json::Value,
-    wall_time_seconds: f64,
-    threads: usize,
+fn reproduce(args: ReproduceArgs) -> Result<()> {
+    let threads = match args.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let opts = ReproduceOptions {
+        quick: args.quick,
+        data_dir: args.data_dir,
+        synthetic: args.synthetic,
+        out_dir: args.out,
+        trials: args.trials,
+        scale: args.scale,
+        threads,
+    };
+    let quiet = args.quiet;
+    let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
+    let log = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    install_ctrl_c();
+    let done = reproduce::reproduce(&opts, &bar, &log)?;
+    println!(
+        "{} ({} figure files, {:.1} s)",
+        done.report.display(),
+        done.figures.len(),
+        done.wall_time_seconds
+    );
+    if !done.failed.is_empty() {
+        bail!(
+            "{} of the bundled scenarios failed ({}); see {}",
+            done.failed.len(),
+            done.failed
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            done.report.display()
+        );
+    }
+    Ok(())
 }
 
 fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
@@ -582,10 +576,7 @@ fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
     impl ModelVisitor for Print<'_> {
         type Output = Result<()>;
         fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<()> {
-            let conv = Convergence {
-                criterion: self.0.convergence.criterion * data.size_ratio,
-                max_iterations: self.0.convergence.max_iterations,
-            };
+            let conv = experiment::recovery::convergence_for(model, self.0, data);
             let seed = experiment::recovery::run_seed(self.0, 0);
             let info = model.info();
             println!(

@@ -17,6 +17,7 @@ pub mod experiment;
 pub mod model;
 pub mod policy;
 pub mod report;
+pub mod reproduce;
 pub mod rng;
 pub mod scenario;
 pub mod stats;

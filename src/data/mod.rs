@@ -13,6 +13,7 @@ pub mod files;
 pub mod lda_standin;
 pub mod mnist;
 pub mod news20;
+pub mod presence;
 pub mod reuters;
 pub mod synthetic;
 pub mod tarball;

@@ -8,8 +8,11 @@
 //! unperturbed runs), and `tables` turns the records of *all* units into the
 //! output tables.
 
+pub mod execute;
 pub mod recovery;
 pub mod units;
+
+pub use execute::run_and_write;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

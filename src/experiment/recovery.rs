@@ -154,10 +154,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
     fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
         let trials = sc.meta.trials;
-        let convergence = Convergence {
-            criterion: sc.convergence.criterion * data.size_ratio,
-            max_iterations: sc.convergence.max_iterations,
-        };
+        let convergence = convergence_for(model, sc, data);
         let baselines: Vec<Baseline<M::State>> = match sc.data_order {
             DataOrderMode::Shared => vec![run_baseline(model, &convergence, run_seed(sc, 0))?],
             DataOrderMode::PerTrial => (0..trials)
@@ -256,6 +253,47 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             context: serde_json::to_value(context)?,
             records,
         })
+    }
+}
+
+/// The convergence test a run of `scenario` uses on `data`: the scenario's
+/// criterion (a sum over the training set) scaled by the data size; or, for a
+/// synthetic stand-in with a `synthetic_criterion`, the metric `descent` of
+/// the way from x(0)'s metric to the metric at `plateau_iteration` of the
+/// unperturbed stand-in run.
+pub fn convergence_for<M: Model>(
+    model: &M,
+    scenario: &RecoveryScenario,
+    data: &DataUsed,
+) -> Convergence {
+    let scaled = Convergence {
+        criterion: scenario.convergence.criterion * data.size_ratio,
+        max_iterations: scenario.convergence.max_iterations,
+    };
+    let synthetic = matches!(data.provenance, Provenance::Synthetic { .. });
+    match scenario.synthetic_criterion {
+        Some(sc) if synthetic => {
+            let mut ws = model.workspace();
+            let mut state = model.init();
+            let start = model.metric(&state, &mut ws);
+            let run_seed = run_seed(scenario, 0);
+            for k in 0..sc.plateau_iteration {
+                model.step(
+                    &mut state,
+                    crate::model::IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    &mut ws,
+                );
+            }
+            let plateau = model.metric(&state, &mut ws);
+            Convergence {
+                criterion: start - sc.descent * (start - plateau),
+                ..scaled
+            }
+        }
+        _ => scaled,
     }
 }
 
@@ -520,10 +558,7 @@ impl ModelVisitor for PlanVisitor<'_> {
 
     fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<super::Plan> {
         let sc = self.scenario;
-        let convergence = Convergence {
-            criterion: sc.convergence.criterion * data.size_ratio,
-            max_iterations: sc.convergence.max_iterations,
-        };
+        let convergence = convergence_for(model, sc, data);
         let before = super::current_memory_bytes().unwrap_or(0);
         let started = std::time::Instant::now();
         let baseline = run_baseline(model, &convergence, run_seed(sc, 0))?;

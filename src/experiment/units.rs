@@ -19,6 +19,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
+/// Set by Ctrl-C (see `commands`): running cohorts stop and the run exits
+/// with its journal intact.
+pub static CANCEL: AtomicBool = AtomicBool::new(false);
+
 /// Records of finished units, by unit index.
 pub type Records = BTreeMap<usize, serde_json::Value>;
 
