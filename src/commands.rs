@@ -189,6 +189,7 @@ fn validate(args: &[String]) -> Result<()> {
             Ok((sc, origin, _)) => {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
+                    Scenario::Protocol(p) => p.points().len(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",
@@ -212,7 +213,13 @@ fn validate(args: &[String]) -> Result<()> {
 
 fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
     let (sc, _, _) = scenario::load(arg)?;
-    let Scenario::Recovery(r) = &sc;
+    let Scenario::Recovery(r) = &sc else {
+        bail!(
+            "`baseline` applies to `recovery` scenarios; `{}` is a `{}` scenario",
+            sc.meta().name,
+            sc.meta().kind
+        );
+    };
     struct Print<'a>(&'a scenario::RecoveryScenario);
     impl ModelVisitor for Print<'_> {
         type Output = Result<()>;

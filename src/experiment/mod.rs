@@ -1,6 +1,7 @@
 //! Running a validated scenario: plan its units, run them in parallel, and
 //! gather tidy tables. One module per scenario kind.
 
+pub mod protocol;
 pub mod recovery;
 
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ pub struct Outcome {
 pub fn unit_count(scenario: &Scenario) -> usize {
     match scenario {
         Scenario::Recovery(s) => s.points().len() * s.meta.trials,
+        Scenario::Protocol(s) => s.points().len() * s.meta.trials,
     }
 }
 
@@ -57,6 +59,7 @@ pub fn run(
 ) -> Result<Outcome> {
     match scenario {
         Scenario::Recovery(s) => recovery::run(s, opts, cache, progress),
+        Scenario::Protocol(s) => protocol::run(s, opts, cache, progress),
     }
 }
 

@@ -6,7 +6,10 @@
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 
+pub mod gradient;
 pub mod mlr;
+pub mod mlr_gradient;
+pub mod quadratic;
 pub mod registry;
 
 pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};
