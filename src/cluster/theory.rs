@@ -13,6 +13,12 @@
 //! | K-async | E[X_{K:P}]: at each update the P−K busy workers' residual times are again exponential(μ) | ≥ K·E[X]/P (long run, a worker finishes at most one gradient per E[X] on average); ≤ E[X_{K:P}] for new-better-than-used X (the paper's K-async bound) |
 //! | K-batch-async | K/(Pμ) | K·E[X]/P: by the elementary renewal theorem the P renewal processes deliver P/E[X] gradients per unit time in the long run |
 //!
+//! Three edge cases are exact for any delay distribution, because the
+//! protocols coincide there: K-batch-sync with K = 1 is K-sync with K = 1
+//! (E[X_{1:P}]); K-async with K = 1 is K-batch-async with K = 1, i.e.
+//! asynchronous SGD (E[X]/P); K-async with K = P waits for every worker and
+//! restarts all of them, i.e. fully synchronous SGD (E[X_{P:P}]).
+//!
 //! Staleness (long-run mean per gradient; derived here by counting, the paper
 //! does not state it): at every K-async update exactly P−K workers are
 //! computing on older parameters and each of them gains one unit of
@@ -77,6 +83,21 @@ pub fn time_per_iteration(protocol: Protocol, x: &GradientTime<'_>, p: usize, k:
                 Some(_) => "E[X_{K:P}] = (1/mu) sum_{i=P-K+1}^{P} 1/i (Lemma 1)".into(),
                 None => "E[X_{K:P}] (Lemma 1)".into(),
             },
+            ..Theory::default()
+        },
+        Protocol::KBatchSync if k == 1 => Theory {
+            exact: x.order_stat(1, p),
+            source: "E[X_{1:P}]: with K = 1 K-batch-sync is K-sync".into(),
+            ..Theory::default()
+        },
+        Protocol::KAsync if k == 1 => Theory {
+            exact: x.finite_mean().map(|m| m / p as f64),
+            source: "E[X]/P: with K = 1 K-async is K-batch-async (renewal theorem)".into(),
+            ..Theory::default()
+        },
+        Protocol::KAsync if k == p => Theory {
+            exact: x.order_stat(p, p),
+            source: "E[X_{P:P}]: with K = P K-async is fully synchronous SGD".into(),
             ..Theory::default()
         },
         Protocol::KBatchSync => match exp_rate {
@@ -199,6 +220,10 @@ mod tests {
             compute: &d,
             shift: 0.5,
         };
+        let one = time_per_iteration(Protocol::KAsync, &x, 4, 1);
+        assert_relative_eq!(one.exact.unwrap(), 2.5 / 4.0);
+        let all = time_per_iteration(Protocol::KAsync, &x, 4, 4);
+        assert_relative_eq!(all.exact.unwrap(), 1.5 + crate::cluster::delay::harmonic(4));
         let a = time_per_iteration(Protocol::KAsync, &x, 4, 2);
         assert_eq!(a.exact, None);
         assert_relative_eq!(a.lower.unwrap(), 2.0 * 2.5 / 4.0);
