@@ -40,6 +40,8 @@ pub struct UpdateLog {
     pub staleness: Vec<u64>,
     /// Learning rate applied to each gradient.
     pub rates: Vec<f64>,
+    /// ‖w_j − w_τ‖² of each gradient (measured only with the staleness-aware rate; else empty).
+    pub distances2: Vec<f64>,
     /// Loss after the update (NaN when not evaluated at this update).
     pub loss: f64,
 }
@@ -72,6 +74,7 @@ pub struct Training<'a, M: GradientModel> {
     sum: Vec<f32>,
     grad: Vec<f32>,
     rates: Vec<f64>,
+    distances2: Vec<f64>,
     /// Loss at each grid time reached so far.
     pub grid_loss: Vec<f64>,
     /// Updates done by each grid time reached so far.
@@ -86,6 +89,9 @@ pub struct Training<'a, M: GradientModel> {
     pub log: Vec<UpdateLog>,
     /// Σ of the learning rates applied, and their number (for the mean rate).
     pub rate_sum: (f64, u64),
+    /// Σ ‖w_j − w_τ‖² over stale gradients and their number (staleness-aware runs only):
+    /// the scale against which C is chosen.
+    pub stale_distance2_sum: (f64, u64),
     updates: u64,
     last_update_time: f64,
 }
@@ -109,6 +115,7 @@ impl<'a, M: GradientModel> Training<'a, M> {
             sum: vec![0.0; dim],
             grad: vec![0.0; dim],
             rates: Vec::new(),
+            distances2: Vec::new(),
             grid_loss: Vec::with_capacity(setup.grid.len()),
             grid_updates: Vec::with_capacity(setup.grid.len()),
             staleness_histogram: vec![0; buckets],
@@ -116,6 +123,7 @@ impl<'a, M: GradientModel> Training<'a, M> {
             staleness_max: 0,
             log: Vec::new(),
             rate_sum: (0.0, 0),
+            stale_distance2_sum: (0.0, 0),
             updates: 0,
             last_update_time: 0.0,
             setup,
@@ -165,7 +173,7 @@ impl<M: GradientModel> Handler for Training<'_, M> {
         self.held[worker].copy_from_slice(&self.params);
     }
 
-    fn push(&mut self, job: &Job, _ps_version: u64) {
+    fn push(&mut self, job: &Job, ps_version: u64) {
         let held = &self.held[job.worker];
         self.model.gradient(
             held,
@@ -191,6 +199,11 @@ impl<M: GradientModel> Handler for Training<'_, M> {
                         d * d
                     })
                     .sum();
+                self.distances2.push(d2);
+                if job.version < ps_version {
+                    self.stale_distance2_sum.0 += d2;
+                    self.stale_distance2_sum.1 += 1;
+                }
                 if d2 > 0.0 {
                     (sa.c / d2).min(sa.eta_max)
                 } else {
@@ -238,10 +251,12 @@ impl<M: GradientModel> Handler for Training<'_, M> {
                 workers: info.gradients.iter().map(|g| g.worker).collect(),
                 staleness: info.gradients.iter().map(|g| g.staleness).collect(),
                 rates: self.rates.clone(),
+                distances2: self.distances2.clone(),
                 loss,
             });
         }
         self.rates.clear();
+        self.distances2.clear();
     }
 }
 

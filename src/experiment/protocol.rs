@@ -126,6 +126,7 @@ pub const TRAINING_SUMMARY_COLUMNS: &[&str] = &[
     "mean_staleness",
     "max_staleness",
     "mean_learning_rate",
+    "mean_stale_distance2",
     "diverged",
     "model",
     "dataset",
@@ -186,6 +187,7 @@ pub const UPDATE_COLUMNS: &[&str] = &[
     "staleness_mean",
     "staleness_max",
     "learning_rates",
+    "stale_distance2",
     "loss",
 ];
 
@@ -542,6 +544,7 @@ struct TrainingTrial {
     staleness_mean: f64,
     staleness_max: u64,
     mean_rate: f64,
+    stale_distance2: f64,
     last_update_time: f64,
     floor: f64,
     log: Vec<UpdateLog>,
@@ -622,6 +625,11 @@ impl GradientVisitor for TrainingVisitor<'_> {
                         staleness_mean: ss / sn.max(1) as f64,
                         staleness_max: tr.staleness_max,
                         mean_rate: tr.rate_sum.0 / tr.rate_sum.1.max(1) as f64,
+                        stale_distance2: if tr.stale_distance2_sum.1 > 0 {
+                            tr.stale_distance2_sum.0 / tr.stale_distance2_sum.1 as f64
+                        } else {
+                            f64::NAN
+                        },
                         last_update_time: tr.last_update_time(),
                         log: std::mem::take(&mut tr.log),
                         stats,
@@ -742,6 +750,7 @@ fn training_tables<M: GradientModel>(
                 .unwrap_or(0)
                 .to_string(),
             fmt_f64(mean_of(&|r| r.mean_rate)),
+            fmt_f64(mean_of(&|r| r.stale_distance2)),
             final_loss
                 .iter()
                 .filter(|l| !l.is_finite())
@@ -810,6 +819,7 @@ fn training_tables<M: GradientModel>(
                     fmt_f64(u.staleness.iter().sum::<u64>() as f64 / n),
                     u.staleness.iter().max().copied().unwrap_or(0).to_string(),
                     join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
+                    join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
                     fmt_f64(u.loss),
                 ]);
             }

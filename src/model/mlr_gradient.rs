@@ -10,6 +10,10 @@
 //! the mean cross-entropy over a fixed subsample of the training set, drawn
 //! once from the scenario seed: evaluating all 60,000 MNIST images costs
 //! 50–80 ms, a 2,000-image subsample about 1 ms.
+//!
+//! The features are kept a second time as compressed sparse rows (MNIST is
+//! ~19% non-zero), so a gradient or loss touches only non-zero pixels instead
+//! of scanning all 784 of every example.
 
 use rand::seq::SliceRandom;
 
@@ -22,6 +26,10 @@ use crate::rng::{Purpose, stream};
 pub struct MlrGradient {
     mlr: Mlr,
     eval_rows: Vec<u32>,
+    /// Row i's non-zero features are `cols[starts[i]..starts[i+1]]` with values `vals[..]`.
+    starts: Vec<usize>,
+    cols: Vec<u32>,
+    vals: Vec<f32>,
 }
 
 /// Buffers of one run.
@@ -42,10 +50,34 @@ impl MlrGradient {
         all.shuffle(&mut stream(seed, Purpose::Other, 0x4c4f_5353, 0));
         all.truncate(loss_rows.clamp(1, rows));
         all.sort_unstable();
+        let data = mlr.data();
+        let mut starts = Vec::with_capacity(rows + 1);
+        let mut cols = Vec::new();
+        let mut vals = Vec::new();
+        starts.push(0);
+        for i in 0..rows {
+            for (j, &v) in data.row(i).iter().enumerate() {
+                if v != 0.0 {
+                    cols.push(j as u32);
+                    vals.push(v);
+                }
+            }
+            starts.push(cols.len());
+        }
         MlrGradient {
             mlr,
             eval_rows: all,
+            starts,
+            cols,
+            vals,
         }
+    }
+
+    /// Non-zero features of example `i`: (column indices, values).
+    #[inline]
+    fn sparse_row(&self, i: usize) -> (&[u32], &[f32]) {
+        let r = self.starts[i]..self.starts[i + 1];
+        (&self.cols[r.clone()], &self.vals[r])
     }
 
     /// The examples the loss is evaluated on.
@@ -53,16 +85,16 @@ impl MlrGradient {
         &self.eval_rows
     }
 
-    /// Logits of example `i` under `w` (skipping zero features: MNIST is ~19% non-zero).
+    /// Logits of example `i` under `w`, over its non-zero features.
     #[inline]
     fn forward_row(&self, w: &[f32], i: usize, z: &mut [f32]) {
         let c = z.len();
         z.fill(0.0);
-        for (j, &v) in self.mlr.data().row(i).iter().enumerate() {
-            if v != 0.0 {
-                for (o, wv) in z.iter_mut().zip(&w[j * c..(j + 1) * c]) {
-                    *o += v * wv;
-                }
+        let (cols, vals) = self.sparse_row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            let j = j as usize;
+            for (o, wv) in z.iter_mut().zip(&w[j * c..(j + 1) * c]) {
+                *o += v * wv;
             }
         }
     }
@@ -122,11 +154,11 @@ impl GradientModel for MlrGradient {
             let i = i as usize;
             self.forward_row(params, i, z);
             softmax_minus_onehot(z, data.y[i] as usize, delta);
-            for (j, &v) in data.row(i).iter().enumerate() {
-                if v != 0.0 {
-                    for (g, d) in out[j * c..(j + 1) * c].iter_mut().zip(delta.iter()) {
-                        *g += v * d;
-                    }
+            let (cols, vals) = self.sparse_row(i);
+            for (&j, &v) in cols.iter().zip(vals) {
+                let j = j as usize;
+                for (g, d) in out[j * c..(j + 1) * c].iter_mut().zip(delta.iter()) {
+                    *g += v * d;
                 }
             }
         }
