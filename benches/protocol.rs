@@ -7,6 +7,7 @@
 //! 100-dimensional model in the loop.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use scarsim::cluster::training::{Training, TrainingSetup};
@@ -20,6 +21,7 @@ fn runtime_only(c: &mut Criterion) {
         rate: 1.0,
     };
     let mut g = c.benchmark_group("protocol-runtime");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
     for (proto, p, k) in [
         (Protocol::KSync, 32, 16),
         (Protocol::KBatchSync, 32, 16),
@@ -89,6 +91,7 @@ fn with_quadratic(c: &mut Criterion) {
     };
     let events = run().events;
     let mut g = c.benchmark_group("protocol-training");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(events));
     g.bench_function("k-async P=8 K=1 quadratic d=100", |b| {
         b.iter(|| black_box(run()))

@@ -153,18 +153,17 @@ fn print_summary(path: &std::path::Path) -> Result<()> {
 }
 
 fn short(v: &str) -> String {
-    v.parse::<f64>()
-        .map_or_else(
-            |_| v.to_string(),
-            // Losses and times below 1 need more than two decimals.
-            |f| {
-                if f.abs() < 1.0 {
-                    format!("{f:.4}")
-                } else {
-                    format!("{f:.2}")
-                }
-            },
-        )
+    v.parse::<f64>().map_or_else(
+        |_| v.to_string(),
+        // Losses and times below 1 need more than two decimals.
+        |f| {
+            if f.abs() < 1.0 {
+                format!("{f:.4}")
+            } else {
+                format!("{f:.2}")
+            }
+        },
+    )
 }
 
 fn list() -> Result<()> {

@@ -42,7 +42,9 @@ pub struct KnownConstants {
     pub sigma2: f64,
     /// m: samples per minibatch.
     pub batch_size: usize,
-    /// The Hessian's eigenvalues (for the exact floor of a quadratic).
+    /// The Hessian's eigenvalues (for the exact floor of a quadratic; not
+    /// written to manifests).
+    #[serde(skip)]
     pub hessian_eigenvalues: Vec<f64>,
 }
 
@@ -94,13 +96,32 @@ pub trait GradientModel: Send + Sync {
 }
 
 /// A gradient model and its hyper-parameters, as a scenario's `[model]` names it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum GradientSpec {
     /// A model of the shared registry that has a gradient implementation (MLR).
     Registry(ModelSpec),
     /// The noisy quadratic ([`NoisyQuadratic`]).
     Quadratic(QuadraticConfig),
+}
+
+impl Serialize for GradientSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The quadratic's table with its `kind`, as a scenario writes it.
+        #[derive(Serialize)]
+        struct Tagged<'a> {
+            kind: &'static str,
+            #[serde(flatten)]
+            config: &'a QuadraticConfig,
+        }
+        match self {
+            GradientSpec::Registry(spec) => spec.serialize(s),
+            GradientSpec::Quadratic(config) => Tagged {
+                kind: "quadratic",
+                config,
+            }
+            .serialize(s),
+        }
+    }
 }
 
 impl GradientSpec {
