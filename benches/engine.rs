@@ -86,7 +86,9 @@ fn trials(c: &mut Criterion) {
     let text = scenario::bundled::find("scar-partial-mlr-mnist").unwrap();
     let mut sc = scenario::parse(text, "bench").unwrap();
     sc.override_trials_and_seed(Some(16), None).unwrap();
-    let scenario::Scenario::Recovery(r) = &mut sc;
+    let scenario::Scenario::Recovery(r) = &mut sc else {
+        unreachable!("a recovery scenario")
+    };
     r.sweep.as_mut().unwrap().values = vec![0.25];
     r.series.retain(|s| s.name == "partial");
     let cache = DataCache::new();

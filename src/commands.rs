@@ -493,9 +493,12 @@ fn print_summary(path: &std::path::Path) -> Result<()> {
     let xname = col("x_name")
         .and_then(|c| t.rows.first().map(|r| r[c].clone()))
         .unwrap_or_default();
+    // Protocol scenarios sweep P as well: show it when there is a `workers` column.
+    let workers = col("workers");
     for r in &t.rows {
+        let p = workers.map_or_else(String::new, |c| format!(" P={:<3}", r[c]));
         println!(
-            "  {:<14} {}={:<8} {} = {:>8} [{}, {}]",
+            "  {:<14}{p} {}={:<8} {} = {:>8} [{}, {}]",
             r[series],
             xname,
             r[x],
@@ -509,8 +512,17 @@ fn print_summary(path: &std::path::Path) -> Result<()> {
 }
 
 fn short(v: &str) -> String {
-    v.parse::<f64>()
-        .map_or_else(|_| v.to_string(), |f| format!("{f:.2}"))
+    v.parse::<f64>().map_or_else(
+        |_| v.to_string(),
+        // Losses and times below 1 need more than two decimals.
+        |f| {
+            if f.abs() < 1.0 {
+                format!("{f:.4}")
+            } else {
+                format!("{f:.2}")
+            }
+        },
+    )
 }
 
 fn list() -> Result<()> {
@@ -548,6 +560,7 @@ fn validate(args: &[String]) -> Result<()> {
             Ok((sc, origin, _)) => {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
+                    Scenario::Protocol(p) => p.points().len(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",
@@ -571,7 +584,13 @@ fn validate(args: &[String]) -> Result<()> {
 
 fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
     let (sc, _, _) = scenario::load(arg)?;
-    let Scenario::Recovery(r) = &sc;
+    let Scenario::Recovery(r) = &sc else {
+        bail!(
+            "`baseline` applies to `recovery` scenarios; `{}` is a `{}` scenario",
+            sc.meta().name,
+            sc.meta().kind
+        );
+    };
     struct Print<'a>(&'a scenario::RecoveryScenario);
     impl ModelVisitor for Print<'_> {
         type Output = Result<()>;

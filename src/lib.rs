@@ -10,6 +10,7 @@
 //! byte-identical on any number of threads.
 
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod data;
 pub mod engine;

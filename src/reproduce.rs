@@ -93,12 +93,21 @@ impl ReproduceOptions {
 pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
     match sc {
         Scenario::Recovery(r) => vec![r.model.dataset()],
+        Scenario::Protocol(p) => match &p.measure {
+            crate::scenario::protocol::Measure::Training(tc) => match &tc.model {
+                crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],
+                crate::model::gradient::GradientSpec::Quadratic(_) => Vec::new(),
+            },
+            crate::scenario::protocol::Measure::Runtime(_) => Vec::new(),
+        },
     }
 }
 
 /// Real data or a stand-in, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DataChoice {
+    /// The scenario trains on no dataset (a runtime-only or quadratic scenario).
+    NoData,
     /// Every dataset's files are in the data folder.
     Real,
     /// Some are missing (listed); the stand-in runs at this scale.
@@ -252,15 +261,19 @@ fn run_one(
     if let Err(e) = sc.override_trials_and_seed(opts.trials(), None) {
         return failed(paper, None, e);
     }
-    let choice = if opts.synthetic {
+    let datasets = datasets_of(&sc);
+    let choice = if datasets.is_empty() {
+        DataChoice::NoData
+    } else if opts.synthetic {
         DataChoice::StandIn {
             scale,
             missing: Vec::new(),
         }
     } else {
-        choose_data(&datasets_of(&sc), &opts.data_dir, scale)
+        choose_data(&datasets, &opts.data_dir, scale)
     };
     match &choice {
+        DataChoice::NoData => log(&format!("{name}: needs no dataset")),
         DataChoice::Real => log(&format!(
             "{name}: real data from {}",
             opts.data_dir.display()
@@ -277,15 +290,12 @@ fn run_one(
                 .join(", ")
         )),
     }
+    let stand_in = matches!(choice, DataChoice::StandIn { .. });
     let run_opts = RunOptions {
         data: DataOptions {
             data_dir: opts.data_dir.clone(),
-            synthetic: choice != DataChoice::Real,
-            synthetic_scale: if choice == DataChoice::Real {
-                1.0
-            } else {
-                scale
-            },
+            synthetic: stand_in,
+            synthetic_scale: if stand_in { scale } else { 1.0 },
         },
         out_dir: opts.out_dir.clone(),
         threads: opts.threads,
@@ -370,12 +380,16 @@ fn report_text(
         .iter()
         .filter(|e| e.choice == Some(DataChoice::Real))
         .count();
+    let no_data = entries
+        .iter()
+        .filter(|e| e.choice == Some(DataChoice::NoData))
+        .count();
     writeln!(
         w,
-        "- Data: {real} of {} scenarios on real data from `{}`; the others on synthetic stand-ins \
-         ({}). Stand-ins show the mechanisms, not the paper's numbers: compare their \
-         measurements with the paper's claims with that in mind.",
-        entries.len(),
+        "- Data: {real} of {} scenarios on real data from `{}`; {no_data} need no dataset; the \
+         others on synthetic stand-ins ({}). Stand-ins show the mechanisms, not the paper's \
+         numbers: compare their measurements with the paper's claims with that in mind.",
+        entries.len() - no_data,
         opts.data_dir.display(),
         if opts.synthetic {
             "`--synthetic` was given"
@@ -582,7 +596,7 @@ mod tests {
                 assert_eq!(scale, 0.1);
                 assert_eq!(missing, vec![dir.join("covtype/covtype.data")]);
             }
-            DataChoice::Real => panic!("nothing is there"),
+            DataChoice::Real | DataChoice::NoData => panic!("nothing is there"),
         }
         std::fs::write(dir.join("covtype/covtype.data.gz"), b"x").unwrap();
         assert_eq!(

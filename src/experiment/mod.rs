@@ -9,6 +9,7 @@
 //! output tables.
 
 pub mod execute;
+pub mod protocol;
 pub mod recovery;
 pub mod units;
 
@@ -73,6 +74,7 @@ pub fn unit_count(scenario: &Scenario) -> usize {
 pub fn unit_names(scenario: &Scenario) -> Vec<String> {
     match scenario {
         Scenario::Recovery(s) => recovery::unit_names(s),
+        Scenario::Protocol(s) => protocol::unit_names(s),
     }
 }
 
@@ -85,6 +87,7 @@ pub fn run_raw(
 ) -> Result<RawResult> {
     match scenario {
         Scenario::Recovery(s) => recovery::run_raw(s, opts, cache, driver),
+        Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
     }
 }
 
@@ -92,6 +95,7 @@ pub fn run_raw(
 pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
     match scenario {
         Scenario::Recovery(s) => recovery::tables(s, raw),
+        Scenario::Protocol(s) => protocol::tables(s, raw),
     }
 }
 
@@ -226,6 +230,44 @@ pub struct Plan {
 pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     match scenario {
         Scenario::Recovery(s) => recovery::plan(s, opts, cache),
+        Scenario::Protocol(_) => plan_by_sample(scenario, opts, cache),
+    }
+}
+
+/// A plan for kinds without an unperturbed run: time the costliest unit and
+/// extrapolate by the units' relative costs.
+fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
+    let names = unit_names(scenario);
+    let never = AtomicBool::new(false);
+    let hidden = ProgressBar::hidden();
+    // With one shard per unit, shard 0 holds exactly the costliest unit.
+    let one = units::Shard {
+        index: 0,
+        count: names.len().max(1),
+    };
+    let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never);
+    let started = std::time::Instant::now();
+    run_raw(scenario, opts, cache, &driver)?;
+    let sample = started.elapsed().as_secs_f64();
+    // Unit costs are what the kind uses to balance shards (e.g. workers per
+    // protocol unit); the costliest one was timed.
+    let costs = unit_costs(scenario);
+    let max = costs.iter().cloned().fold(f64::MIN_POSITIVE, f64::max);
+    Ok(Plan {
+        baseline_iterations: 0,
+        baseline_seconds: 0.0,
+        trial_seconds: sample * costs.iter().sum::<f64>() / max,
+        memory_bytes: peak_memory_bytes().unwrap_or(0),
+        unit_costs: costs,
+    })
+}
+
+/// The relative expected cost of every unit of kinds that balance by a
+/// static estimate.
+fn unit_costs(scenario: &Scenario) -> Vec<f64> {
+    match scenario {
+        Scenario::Recovery(s) => vec![1.0; recovery::unit_names(s).len()],
+        Scenario::Protocol(s) => protocol::unit_costs(s),
     }
 }
 

@@ -6,9 +6,12 @@
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 
+pub mod gradient;
 pub mod kernels;
 pub mod lda;
 pub mod mlr;
+pub mod mlr_gradient;
+pub mod quadratic;
 pub mod registry;
 
 pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};

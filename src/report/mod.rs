@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod figures;
+pub mod json_f64;
 pub mod manifest;
 pub mod table;
 
