@@ -7,10 +7,17 @@
 //! both accepted. With `--synthetic` (or a scenario that asks for it) the
 //! stand-in is generated instead; every output says which was used.
 
+pub mod archive;
 pub mod covtype;
 pub mod files;
+pub mod jester;
 pub mod mnist;
+pub mod movielens;
+pub mod ratings;
 pub mod synthetic;
+pub mod synthetic_ratings;
+
+pub use ratings::Ratings;
 
 use std::any::Any;
 use std::collections::HashMap;
