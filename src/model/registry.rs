@@ -170,7 +170,7 @@ pub struct DataUsed {
     /// Real files or stand-in.
     pub provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
-    /// (1 for real data). Criteria that are sums over the training set, and
+    /// (1 for real data; for MF, observed ratings |Ω| / |Ω_real|). Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     pub size_ratio: f64,
 }
