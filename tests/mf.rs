@@ -94,7 +94,7 @@ fn movielens_stand_in_recovery_mechanics() {
     assert_eq!(t.rows.len(), 2 * 2 * 30);
     let b = num(t, &t.rows[0], "baseline_iterations");
     assert!((8.0..=60.0).contains(&b), "baseline iterations {b}");
-    let mut rework = |series: &str, lost: f64| -> Vec<f64> {
+    let rework = |series: &str, lost: f64| -> Vec<f64> {
         t.rows
             .iter()
             .filter(|r| col(t, r, "series") == series && num(t, r, "x") == lost)

@@ -238,7 +238,7 @@ fn normal_equations_tiled<const P: usize>(
     gram: &mut [f64],
     rhs: &mut [f64],
 ) {
-    debug_assert!(P % 4 == 0);
+    debug_assert!(P.is_multiple_of(4));
     gathered.clear();
     for &k in idx {
         let start = k as usize * P;
