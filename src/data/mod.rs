@@ -7,16 +7,23 @@
 //! both accepted. With `--synthetic` (or a scenario that asks for it) the
 //! stand-in is generated instead; every output says which was used.
 
+pub mod archive;
 pub mod corpus;
 pub mod covtype;
 pub mod files;
+pub mod jester;
 pub mod lda_standin;
 pub mod mnist;
+pub mod movielens;
 pub mod news20;
 pub mod presence;
+pub mod ratings;
 pub mod reuters;
 pub mod synthetic;
+pub mod synthetic_ratings;
 pub mod tarball;
+
+pub use ratings::Ratings;
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -9,6 +9,7 @@
 pub mod gradient;
 pub mod kernels;
 pub mod lda;
+pub mod mf;
 pub mod mlr;
 pub mod mlr_gradient;
 pub mod quadratic;

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Model;
 use super::lda::{Lda, LdaConfig, MAX_TOPICS};
+use super::mf::{Mf, MfConfig};
 use super::mlr::{Mlr, MlrConfig};
-use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, synthetic};
+use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, ratings, synthetic};
 use crate::scenario::SourceText;
 
 /// A model and its hyper-parameters, as a scenario names them.
@@ -39,6 +40,15 @@ pub enum ModelSpec {
         /// Symmetric Dirichlet prior on the topic-word distributions.
         beta: f64,
     },
+    /// Matrix factorization by alternating least squares ([`Mf`]).
+    Mf {
+        /// `movielens` or `jester`.
+        dataset: DatasetName,
+        /// p: number of factors.
+        factors: usize,
+        /// λ > 0: ridge regularization of every row of L and column of R.
+        regularization: f64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -62,13 +72,30 @@ struct RawMlr {
     learning_rate: f64,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMf {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    factors: usize,
+    regularization: f64,
+}
+
+/// The model kinds [`ModelSpec::parse`] accepts.
+const MODEL_KINDS: &str = "mlr, mf, lda";
+
 impl ModelSpec {
     /// Reads a scenario's `[model]` table (located at `span` in `src`).
     pub fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<ModelSpec> {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, lda"));
+                return Err(src.error_at(
+                    span,
+                    "model.kind",
+                    format!("missing; expected one of: {MODEL_KINDS}"),
+                ));
             }
         };
         let value = toml::Value::Table(table.clone());
@@ -133,10 +160,42 @@ impl ModelSpec {
                     beta: raw.beta,
                 })
             }
+            "mf" => {
+                let raw: RawMf = RawMf::deserialize(value).map_err(bad)?;
+                if !matches!(raw.dataset, DatasetName::Movielens | DatasetName::Jester) {
+                    return Err(src.error_at(
+                        span,
+                        "model.dataset",
+                        "mf trains on `movielens` or `jester`",
+                    ));
+                }
+                if !(1..=1000).contains(&raw.factors) {
+                    return Err(src.error_at(
+                        span,
+                        "model.factors",
+                        format!("{} must be from 1 to 1000", raw.factors),
+                    ));
+                }
+                if !(raw.regularization > 0.0 && raw.regularization.is_finite()) {
+                    return Err(src.error_at(
+                        span,
+                        "model.regularization",
+                        format!(
+                            "{} must be a positive number (it keeps every least-squares system solvable)",
+                            raw.regularization
+                        ),
+                    ));
+                }
+                Ok(ModelSpec::Mf {
+                    dataset: raw.dataset,
+                    factors: raw.factors,
+                    regularization: raw.regularization,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr, lda"),
+                format!("unknown model `{other}`; expected one of: {MODEL_KINDS}"),
             )),
         }
     }
@@ -146,6 +205,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
             ModelSpec::Lda { .. } => "lda",
+            ModelSpec::Mf { .. } => "mf",
         }
     }
 
@@ -154,6 +214,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { dataset, .. } => *dataset,
             ModelSpec::Lda { dataset, .. } => *dataset,
+            ModelSpec::Mf { dataset, .. } => *dataset,
         }
     }
 }
@@ -167,7 +228,7 @@ pub struct DataUsed {
     pub provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
     /// (1 for real data); for text corpora, tokens in the corpus used divided
-    /// by tokens in the real corpus. Criteria that are sums over the training set, and
+    /// by tokens in the real corpus; for MF, observed ratings |Ω| / |Ω_real|. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     pub size_ratio: f64,
 }
@@ -237,6 +298,29 @@ pub fn build_and_visit<V: ModelVisitor>(
                     topics: *topics,
                     alpha: *alpha,
                     beta: *beta,
+                    init_seed: seed,
+                },
+            );
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Mf {
+            dataset,
+            factors,
+            regularization,
+        } => {
+            let data = ratings::cached_ratings(cache, *dataset, opts, seed)?;
+            let real = ratings::real_ratings(*dataset).expect("mf datasets are rating datasets");
+            // Criteria are sums over the observed ratings: scale by |Ω| / |Ω_real|.
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: data.len() as f64 / real as f64,
+            };
+            let model = Mf::new(
+                data,
+                &MfConfig {
+                    factors: *factors,
+                    regularization: *regularization,
                     init_seed: seed,
                 },
             );
