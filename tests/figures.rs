@@ -12,6 +12,8 @@ use common::{scarsim, small_recovery, stderr, tmpdir};
 
 /// Pixel size of a single-scenario figure (render::SINGLE_SIZE).
 const SINGLE: (u32, u32) = (1000, 680);
+/// A 2×2 grid: panels of 620×470 under an 86-pixel title.
+const GRID_2X2: (u32, u32) = (2 * 620, 86 + 2 * 470);
 
 /// Decodes a PNG into (width, height, RGB bytes).
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
@@ -212,15 +214,22 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
             report.contains(&format!("`{name}`")),
             "REPORT.md does not list {name}"
         );
-        check_png(&rep.join(name).join("figure.png"), SINGLE);
-        let kind = scarsim::scenario::bundled::find(name)
-            .map(|text| text.contains("kind = \"recovery\""))
-            .unwrap_or(false);
-        let expect: &[&str] = if kind {
-            &["Rework iterations"]
+        // What each kind's figure must show: its paper axes, and its size
+        // (protocol scenarios draw a 2×2 grid of panels).
+        let text = scarsim::scenario::bundled::find(name).unwrap();
+        let (size, expect): ((u32, u32), &[&str]) = if text.contains("kind = \"recovery\"") {
+            (SINGLE, &["Rework iterations"])
+        } else if text.contains("kind = \"protocol\"") && text.contains("[training]") {
+            (GRID_2X2, &["Wall-clock time", "k-async", "adaptive"])
+        } else if text.contains("kind = \"protocol\"") {
+            (
+                GRID_2X2,
+                &["Wall-clock time per iteration", "k-sync (closed form)"],
+            )
         } else {
-            &[name]
+            (SINGLE, &[name])
         };
+        check_png(&rep.join(name).join("figure.png"), size);
         check_svg(&rep.join(name).join("figure.svg"), expect);
     }
     // No data folder here: every scenario ran on a stand-in, and says so.

@@ -13,6 +13,7 @@ pub mod chart;
 pub mod claims;
 pub mod generic;
 pub mod paper;
+pub mod protocol;
 pub mod recovery;
 pub mod render;
 pub mod results;
@@ -40,6 +41,12 @@ pub trait Layout {
     fn claims(&self, _r: &Results) -> Result<Vec<Claim>> {
         Ok(Vec::new())
     }
+    /// A multi-panel figure of this one scenario, if its layout has one
+    /// (e.g. one panel per number of workers); `figure.*` is then the grid
+    /// and [`Layout::chart`] is the panel used in papers' grids.
+    fn grid(&self, _r: &Results) -> Result<Option<Grid>> {
+        Ok(None)
+    }
 }
 
 /// The layout for a results folder, from its scenario kind and swept axis.
@@ -49,6 +56,8 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
         ("recovery", Some("lost_fraction")) => Box::new(recovery::PartialRecovery),
         ("recovery", Some("checkpoint_fraction")) => Box::new(recovery::PriorityCheckpoint),
         ("recovery", _) => Box::new(recovery::RecoverySweep),
+        ("protocol", _) if protocol::is_training(r) => Box::new(protocol::ErrorRuntime),
+        ("protocol", _) => Box::new(protocol::Runtime),
         _ => Box::new(generic::Generic),
     }
 }
@@ -83,9 +92,11 @@ pub fn draw_results(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Draws already loaded results into their folder.
 pub fn draw_loaded(r: &Results) -> Result<Vec<PathBuf>> {
     let layout = layout_for(r);
-    let chart = layout
-        .chart(r)
-        .with_context(|| format!("{}: cannot draw a {}", r.dir.display(), layout.name()))?;
+    let context = || format!("{}: cannot draw a {}", r.dir.display(), layout.name());
+    if let Some(grid) = layout.grid(r).with_context(context)? {
+        return write_picture(&r.dir, FIGURE_STEM, Picture::Grid(&grid));
+    }
+    let chart = layout.chart(r).with_context(context)?;
     write_picture(&r.dir, FIGURE_STEM, Picture::Single(&chart))
 }
 
