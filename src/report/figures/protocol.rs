@@ -298,7 +298,7 @@ impl ErrorRuntime {
         // the floors apart, as the paper's error–runtime plots do.
         let positive = curves
             .iter()
-            .all(|c| c.points.iter().all(|p| !(p.y <= 0.0) && !(p.lo <= 0.0)));
+            .all(|c| c.points.iter().all(|p| p.y > 0.0 && (p.lo.is_nan() || p.lo > 0.0)));
         let y = Axis::linear(loss_label(r));
         Chart {
             title,
