@@ -491,6 +491,20 @@ fn report_text(
                 writeln!(w, "The paper: \"{claim}\"\n")?;
             }
         }
+        for &i in members {
+            let r = &ok[i];
+            match figures::layout_for(r).findings(r) {
+                Ok(found) => {
+                    for f in &found {
+                        writeln!(w, "- {f}")?;
+                    }
+                    if !found.is_empty() {
+                        writeln!(w)?;
+                    }
+                }
+                Err(e) => writeln!(w, "- `{}`: findings not computed: {e:#}\n", r.name())?,
+            }
+        }
         let mut claims: Vec<(&Results, Claim)> = Vec::new();
         for &i in members {
             let r = &ok[i];

@@ -273,6 +273,14 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
         assert!(report.contains(claim), "REPORT.md lacks {claim:?}");
     }
     assert!(report.contains("total wall time"));
+    // The protocol scenarios' findings: simulation against closed forms, and floors.
+    for finding in [
+        "agree with their closed form",
+        "fully synchronous SGD (K-sync, K = P) over fully asynchronous",
+        "`dutta-error-runtime-mlr`: error floor",
+    ] {
+        assert!(report.contains(finding), "REPORT.md lacks {finding:?}");
+    }
 }
 
 #[test]

@@ -47,6 +47,12 @@ pub trait Layout {
     fn grid(&self, _r: &Results) -> Result<Option<Grid>> {
         Ok(None)
     }
+    /// Measured findings in words for the reproduction report, for kinds
+    /// whose papers state no percentage claims (e.g. simulated means against
+    /// closed forms). One Markdown bullet's text per finding.
+    fn findings(&self, _r: &Results) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The layout for a results folder, from its scenario kind and swept axis.

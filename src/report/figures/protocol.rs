@@ -191,6 +191,72 @@ impl Layout for Runtime {
         Ok(chart)
     }
 
+    /// How the simulated means compare with the closed forms (the
+    /// `theory_check` column), and the fully-sync/fully-async ratios.
+    fn findings(&self, r: &Results) -> Result<Vec<String>> {
+        let path = r.dir.join("summary.csv");
+        let csv = Csv::read(&path)?;
+        let check = csv.col("theory_check")?;
+        let rel = csv.col("theory_rel_error")?;
+        let count = |what: &str| {
+            (0..csv.table.rows.len())
+                .filter(|&i| csv.text(i, check) == what)
+                .count()
+        };
+        let mut worst: f64 = 0.0;
+        for i in 0..csv.table.rows.len() {
+            let e = csv.num(i, rel)?;
+            if e.is_finite() && csv.text(i, check) != "within_bounds" {
+                worst = worst.max(e.abs());
+            }
+        }
+        let n = csv.table.rows.len();
+        let mut out = vec![format!(
+            "`{}`: of {n} (protocol, P, K) points, {} agree with their closed form (|z| ≤ 1.96 \
+             for the trial mean), {} fall outside the 95% CI (about 5% are expected to), {} \
+             without a closed form lie within its bounds; largest relative error against a closed \
+             form {:.2}%.",
+            r.name(),
+            count("agrees"),
+            count("outside_ci"),
+            count("within_bounds"),
+            100.0 * worst
+        )];
+        let ratios_path = r.dir.join("ratios.csv");
+        if ratios_path.is_file() {
+            let rt = Csv::read(&ratios_path)?;
+            let (ck, cw) = (rt.col("k")?, rt.col("workers")?);
+            let (cm, cl, ch, ct) = (
+                rt.col("mean")?,
+                rt.col("ci95_low")?,
+                rt.col("ci95_high")?,
+                rt.col("theory_exact")?,
+            );
+            let mut parts = Vec::new();
+            for i in 0..rt.table.rows.len() {
+                if rt.text(i, ck) == "P/1" {
+                    parts.push(format!(
+                        "P = {}: {:.2} [{:.2}, {:.2}] (closed form {:.2})",
+                        rt.text(i, cw),
+                        rt.num(i, cm)?,
+                        rt.num(i, cl)?,
+                        rt.num(i, ch)?,
+                        rt.num(i, ct)?
+                    ));
+                }
+            }
+            if !parts.is_empty() {
+                out.push(format!(
+                    "`{}`: time per iteration of fully synchronous SGD (K-sync, K = P) over fully \
+                     asynchronous SGD (K-async, K = 1): {}.",
+                    r.name(),
+                    parts.join("; ")
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     fn grid(&self, r: &Results) -> Result<Option<Grid>> {
         let curves = Self::curves(r)?;
         if curves.len() < 2 {
@@ -296,9 +362,11 @@ impl ErrorRuntime {
             .collect();
         // Losses span decades (2.3 at x(0) to ~0.05 floors): a log scale shows
         // the floors apart, as the paper's error–runtime plots do.
-        let positive = curves
-            .iter()
-            .all(|c| c.points.iter().all(|p| p.y > 0.0 && (p.lo.is_nan() || p.lo > 0.0)));
+        let positive = curves.iter().all(|c| {
+            c.points
+                .iter()
+                .all(|p| p.y > 0.0 && (p.lo.is_nan() || p.lo > 0.0))
+        });
         let y = Axis::linear(loss_label(r));
         Chart {
             title,
@@ -353,6 +421,41 @@ impl Layout for ErrorRuntime {
             chosen
         };
         Ok(Self::chart_of(r, r.title(), &chosen))
+    }
+
+    /// Final loss and error floor of every series, lowest floor first.
+    fn findings(&self, r: &Results) -> Result<Vec<String>> {
+        let path = r.dir.join("summary.csv");
+        let csv = Csv::read(&path)?;
+        let (cs, cm, cf) = (csv.col("series")?, csv.col("mean")?, csv.col("floor_mean")?);
+        let (cfl, cfh, ct) = (
+            csv.col("floor_ci95_low")?,
+            csv.col("floor_ci95_high")?,
+            csv.col("time_per_update")?,
+        );
+        let mut rows = Vec::new();
+        for i in 0..csv.table.rows.len() {
+            rows.push((
+                csv.text(i, cs).to_string(),
+                csv.num(i, cf)?,
+                csv.num(i, cfl)?,
+                csv.num(i, cfh)?,
+                csv.num(i, cm)?,
+                csv.num(i, ct)?,
+            ));
+        }
+        rows.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let list: Vec<String> = rows
+            .iter()
+            .map(|(s, f, lo, hi, last, t)| {
+                format!("{s} {f:.4} [{lo:.4}, {hi:.4}] (final {last:.4}, {t:.3} per update)")
+            })
+            .collect();
+        Ok(vec![format!(
+            "`{}`: error floor (mean loss over the end of the horizon, 95% CI), lowest first: {}.",
+            r.name(),
+            list.join("; ")
+        )])
     }
 
     fn grid(&self, r: &Results) -> Result<Option<Grid>> {
