@@ -189,6 +189,8 @@ fn validate(args: &[String]) -> Result<()> {
             Ok((sc, origin, _)) => {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
+                    Scenario::Perturbation(p) => p.series.len(),
+                    Scenario::Precision(p) => p.precision.mantissa_bits.len(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",
@@ -212,7 +214,14 @@ fn validate(args: &[String]) -> Result<()> {
 
 fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
     let (sc, _, _) = scenario::load(arg)?;
-    let Scenario::Recovery(r) = &sc;
+    let Scenario::Recovery(r) = &sc else {
+        bail!(
+            "`baseline` prints the unperturbed run of a recovery scenario; `{}` is a {} scenario \
+             (its unperturbed run is written to baseline.csv by `scarsim run`)",
+            sc.meta().name,
+            sc.meta().kind
+        );
+    };
     struct Print<'a>(&'a scenario::RecoveryScenario);
     impl ModelVisitor for Print<'_> {
         type Output = Result<()>;

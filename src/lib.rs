@@ -20,3 +20,4 @@ pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod theory;

@@ -1,7 +1,10 @@
 //! Running a validated scenario: plan its units, run them in parallel, and
 //! gather tidy tables. One module per scenario kind.
 
+pub mod perturbation;
+pub mod precision;
 pub mod recovery;
+pub mod reference;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,6 +48,8 @@ pub struct Outcome {
 pub fn unit_count(scenario: &Scenario) -> usize {
     match scenario {
         Scenario::Recovery(s) => s.points().len() * s.meta.trials,
+        Scenario::Perturbation(s) => s.series.len() * s.meta.trials,
+        Scenario::Precision(s) => s.precision.mantissa_bits.len(),
     }
 }
 
@@ -57,6 +62,8 @@ pub fn run(
 ) -> Result<Outcome> {
     match scenario {
         Scenario::Recovery(s) => recovery::run(s, opts, cache, progress),
+        Scenario::Perturbation(s) => perturbation::run(s, opts, cache, progress),
+        Scenario::Precision(s) => precision::run(s, opts, cache, progress),
     }
 }
 

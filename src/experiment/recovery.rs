@@ -53,6 +53,8 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "failure_p",
     "failure_fixed_iteration",
     "criterion",
+    "predicted_bounds_fraction",
+    "median_rework_to_predicted",
 ];
 
 /// Columns of `trials.csv`.
@@ -70,6 +72,7 @@ pub const TRIAL_COLUMNS: &[&str] = &[
     "perturbation_norm",
     "full_recovery_norm",
     "mean_restored_age",
+    "predicted_rework",
 ];
 
 /// Seed of the data order of trial `trial` (all trials share trial 0's in
@@ -166,6 +169,8 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 }
             }
         }
+        // Online iteration-cost predictor (SCAR §6): fed each unperturbed run.
+        let predictor = crate::theory::RecoveryPredictor::new(model, &baselines);
         let units: Vec<(usize, usize)> = (0..points.len())
             .flat_map(|p| (0..trials).map(move |t| (p, t)))
             .collect();
@@ -199,7 +204,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 },
             )
             .collect();
-        Ok(tables(sc, &points, &records, &baselines, data))
+        Ok(tables(sc, &points, &records, &baselines, data, &predictor))
     }
 }
 
@@ -254,7 +259,14 @@ fn tables<S>(
     records: &[Record],
     baselines: &[Baseline<S>],
     data: &DataUsed,
+    predictor: &crate::theory::RecoveryPredictor,
 ) -> Outcome {
+    // Theorem 1 with the online estimates of c and ‖x(0) − x*‖ at the failure,
+    // for this trial's own recovery perturbation (NaN: too early to estimate).
+    let predicted = |r: &Record| {
+        let o = &r.outcome;
+        predictor.predict(r.trial, o.recovery.perturbation_norm, o.failure_iteration)
+    };
     let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
     for r in records {
         let p = &points[r.point];
@@ -273,6 +285,7 @@ fn tables<S>(
             fmt_f64(o.recovery.perturbation_norm),
             fmt_f64(o.recovery.full_recovery_norm),
             fmt_f64(o.recovery.mean_restored_age),
+            fmt_f64(predicted(r)),
         ]);
     }
     let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
@@ -297,6 +310,12 @@ fn tables<S>(
             LossSpec::PsNodes(k) => k.to_string(),
             LossSpec::Fraction(_) => String::new(),
         };
+        let accuracy = crate::theory::PredictionAccuracy::of(
+            records
+                .iter()
+                .filter(|r| r.point == pi)
+                .map(|r| (r.outcome.rework_iterations() as f64, predicted(r))),
+        );
         summary.push(vec![
             sc.meta.name.clone(),
             sc.series[p.series].name.clone(),
@@ -327,6 +346,8 @@ fn tables<S>(
             fp,
             fixed,
             fmt_f64(sc.convergence.criterion * data.size_ratio),
+            fmt_f64(accuracy.bounded_fraction),
+            fmt_f64(accuracy.median_ratio),
         ]);
     }
     let mut curve = Table::new(["run", "iteration", "metric"]);

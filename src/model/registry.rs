@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Model;
 use super::mlr::{Mlr, MlrConfig};
+use super::qp::{self, Qp, QpConfig};
 use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
 use crate::scenario::SourceText;
 
@@ -27,6 +28,23 @@ pub enum ModelSpec {
         /// Learning rate η on the batch-mean gradient.
         learning_rate: f64,
     },
+    /// Gradient descent on the 4-D quadratic program of [`qp`] (SCAR Figure 3).
+    Qp {
+        /// Step size α (0 < α < 2/8).
+        step_size: f64,
+        /// Starting point x(0).
+        x0: [f64; qp::DIM],
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQp {
+    #[allow(dead_code)]
+    kind: String,
+    step_size: f64,
+    #[serde(default)]
+    x0: [f64; qp::DIM],
 }
 
 #[derive(Deserialize)]
@@ -45,7 +63,7 @@ impl ModelSpec {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr"));
+                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, qp"));
             }
         };
         let value = toml::Value::Table(table.clone());
@@ -78,10 +96,32 @@ impl ModelSpec {
                     learning_rate: raw.learning_rate,
                 })
             }
+            "qp" => {
+                let raw: RawQp = RawQp::deserialize(value).map_err(bad)?;
+                if !(raw.step_size > 0.0 && raw.step_size < qp::MAX_STEP_SIZE) {
+                    return Err(src.error_at(
+                        span,
+                        "model.step_size",
+                        format!(
+                            "{} is outside (0, {}): gradient descent on the QP converges only for \
+                             0 < α < 2/λ_max = 2/8",
+                            raw.step_size,
+                            qp::MAX_STEP_SIZE
+                        ),
+                    ));
+                }
+                if raw.x0.iter().any(|v| !v.is_finite()) {
+                    return Err(src.error_at(span, "model.x0", "must be 4 finite numbers"));
+                }
+                Ok(ModelSpec::Qp {
+                    step_size: raw.step_size,
+                    x0: raw.x0,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr"),
+                format!("unknown model `{other}`; expected one of: mlr, qp"),
             )),
         }
     }
@@ -90,6 +130,7 @@ impl ModelSpec {
     pub fn kind_name(&self) -> &'static str {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
+            ModelSpec::Qp { .. } => "qp",
         }
     }
 
@@ -97,6 +138,7 @@ impl ModelSpec {
     pub fn dataset(&self) -> DatasetName {
         match self {
             ModelSpec::Mlr { dataset, .. } => *dataset,
+            ModelSpec::Qp { .. } => DatasetName::None,
         }
     }
 }
@@ -155,6 +197,21 @@ pub fn build_and_visit<V: ModelVisitor>(
                     learning_rate: *learning_rate,
                 },
             );
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Qp { step_size, x0 } => {
+            let used = DataUsed {
+                dataset: DatasetName::None,
+                provenance: Provenance::Synthetic {
+                    description: "no data: the 4-D quadratic objective of src/model/qp.rs".into(),
+                    scale: 1.0,
+                },
+                size_ratio: 1.0,
+            };
+            let model = Qp::new(&QpConfig {
+                step_size: *step_size,
+                x0: *x0,
+            });
             Ok(visitor.visit(&model, &used))
         }
     }

@@ -8,6 +8,8 @@
 //! the name of a bundled scenario (see `scarsim list`).
 
 pub mod bundled;
+pub mod perturbation;
+pub mod precision;
 pub mod recovery;
 mod source;
 
@@ -16,6 +18,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+pub use perturbation::PerturbationScenario;
+pub use precision::PrecisionScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
 pub use source::SourceText;
 
@@ -42,19 +46,35 @@ pub struct Meta {
 pub enum Scenario {
     /// SCAR partial-recovery and priority-checkpoint experiments.
     Recovery(RecoveryScenario),
+    /// SCAR iteration-cost experiments: perturbations against Theorem 1's bound.
+    Perturbation(PerturbationScenario),
+    /// Reduced precision: the error floor against the irreducible error c/(1−c)·Δ.
+    Precision(PrecisionScenario),
 }
 
 /// The scenario kinds this build understands, with a one-line description.
-pub const KINDS: &[(&str, &str)] = &[(
-    "recovery",
-    "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
-)];
+pub const KINDS: &[(&str, &str)] = &[
+    (
+        "recovery",
+        "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
+    ),
+    (
+        "perturbation",
+        "SCAR iteration-cost trials: random, adversarial or reset perturbations against Theorem 1's bound",
+    ),
+    (
+        "precision",
+        "reduced precision: error floor of a p-bit mantissa against the irreducible error c/(1-c)·Δ",
+    ),
+];
 
 impl Scenario {
     /// The common fields.
     pub fn meta(&self) -> &Meta {
         match self {
             Scenario::Recovery(s) => &s.meta,
+            Scenario::Perturbation(s) => &s.meta,
+            Scenario::Precision(s) => &s.meta,
         }
     }
 
@@ -66,6 +86,14 @@ impl Scenario {
     ) -> Result<()> {
         let meta = match self {
             Scenario::Recovery(s) => &mut s.meta,
+            Scenario::Perturbation(s) => &mut s.meta,
+            // Each mantissa width is one deterministic run: `--trials` does not apply.
+            Scenario::Precision(s) => {
+                if let Some(seed) = seed {
+                    s.meta.seed = seed;
+                }
+                return Ok(());
+            }
         };
         if let Some(t) = trials {
             if t == 0 {
@@ -136,6 +164,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
     };
     match kind.as_str() {
         "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
+        "perturbation" => Ok(Scenario::Perturbation(perturbation::parse(&src)?)),
+        "precision" => Ok(Scenario::Precision(precision::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",
             KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
