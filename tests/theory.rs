@@ -163,7 +163,7 @@ fn mlr_random_vs_adversarial_on_the_stand_in() {
             )
             .replace("optimum_iterations = 2000", "optimum_iterations = 200")
             .replace("iteration = 50", "iteration = 20")
-            .replace("min = 0.1, max = 10.0", "min = 0.05, max = 0.5")
+            .replace("min = 0.01, max = 1.0", "min = 0.05, max = 0.5")
     );
     let out = run(&text_);
     let t = &out.trials;
@@ -311,7 +311,7 @@ fn bad_perturbation_scenarios_are_rejected() {
             "not before the unperturbed run converges",
         ),
         (
-            "rate = \"fitted\"",
+            "rate = \"max-ratio\"",
             "rate = \"guessed\"",
             "unknown variant `guessed`",
         ),

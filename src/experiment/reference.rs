@@ -10,9 +10,11 @@
 //!   `theory.optimum_iterations` = N iterations; x* := x(N). For the QP this
 //!   matches the known optimum to rounding error; for MLR it is the model
 //!   trained 10–20× longer than the run under study.
-//! - c: `fitted` (default) = e^slope of the least-squares line through
-//!   ln‖x(k) − x*‖ for k = 0..=B; `max-ratio` = max_k ‖x(k+1) − x*‖/‖x(k) − x*‖
-//!   over the same run; `analytic` = the model's known rate (QP).
+//! - c: `max-ratio` (default) = max_k ‖x(k+1) − x*‖/‖x(k) − x*‖ over the
+//!   unperturbed run k = 0..B, the smallest c with which assumption (3)
+//!   holds at every measured step; `fitted` = e^slope of the least-squares
+//!   line through ln‖x(k) − x*‖ for k = 0..=B (the average rate; all three
+//!   are reported); `analytic` = the model's known rate (QP).
 //! - ‖x(0) − x*‖: the model's own norm ([`Model::distance`]) between x(0) and x*.
 
 use anyhow::{Result, bail};

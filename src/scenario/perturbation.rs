@@ -22,7 +22,7 @@
 //!
 //! [theory]
 //! optimum_iterations = 20000      # x* estimated as x(N) of the unperturbed run continued
-//! rate = "fitted"                 # fitted | max-ratio | analytic (qp only)
+//! rate = "max-ratio"              # max-ratio | fitted | analytic (qp only)
 //!
 //! [[series]]
 //! name = "random"
@@ -143,13 +143,16 @@ pub struct NormSpec {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RateMethod {
-    /// Least-squares slope of ln‖x(k) − x*‖ over the unperturbed run
-    /// k = 0..=B (default): the measured average contraction.
+    /// max_k ‖x(k+1) − x*‖/‖x(k) − x*‖ over the unperturbed run k = 0..B
+    /// (default): the smallest c for which assumption (3) holds at every
+    /// step of the measured run.
     #[default]
-    Fitted,
-    /// max_k ‖x(k+1) − x*‖/‖x(k) − x*‖ over the unperturbed run: the smallest
-    /// c for which assumption (3) holds at every step of it.
     MaxRatio,
+    /// e^slope of the least-squares line through ln‖x(k) − x*‖ over the
+    /// unperturbed run k = 0..=B: the average contraction. Below the
+    /// max-ratio rate when the run decelerates (MLR by SGD), so assumption
+    /// (3) fails late in the run.
+    Fitted,
     /// The known rate of the model (QP: max|1 − αλ_i|).
     Analytic,
 }
