@@ -89,7 +89,8 @@ pub const TRIAL_COLUMNS: &[&str] = &[
 ///   `median_cost_to_predicted`: median cost/predicted_cost.
 /// - `rate, rate_method, rate_fitted, rate_max_ratio, rate_analytic,
 ///   initial_distance, optimum_iterations, baseline_iterations, criterion`:
-///   the reference quantities (see `experiment::reference`).
+///   the reference quantities (see `experiment::reference`;
+///   `optimum_iterations` is empty when x* is the model's known optimum).
 /// - `model, dataset, data`.
 pub const SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
@@ -558,7 +559,9 @@ fn tables<M: Model>(
             fmt_f64(reference.rate_max_ratio),
             fmt_f64(reference.rate_analytic),
             fmt_f64(reference.initial_distance),
-            reference.optimum_iterations.to_string(),
+            reference
+                .optimum_iterations
+                .map_or(String::new(), |n| n.to_string()),
             b.to_string(),
             fmt_f64(reference.criterion),
             sc.model.kind_name().to_string(),
@@ -613,7 +616,7 @@ mod tests {
             CriterionSpec::UnperturbedIterations(300),
             2000,
             &TheorySpec {
-                optimum_iterations: 5000,
+                optimum: crate::scenario::perturbation::OptimumSpec::Analytic,
                 rate: RateMethod::Analytic,
             },
             1.0,

@@ -21,7 +21,7 @@
 //! max_iterations = 20000
 //!
 //! [theory]
-//! optimum_iterations = 20000      # x* estimated as x(N) of the unperturbed run continued
+//! optimum = "analytic"            # x* known (qp), or: optimum_iterations = N (x* := x(N))
 //! rate = "max-ratio"              # max-ratio | fitted | analytic (qp only)
 //!
 //! [[series]]
@@ -182,11 +182,25 @@ pub enum CriterionSpec {
     UnperturbedIterations(usize),
 }
 
+/// How the optimum x* is obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimumSpec {
+    /// x* := x(N), the unperturbed run continued (same data order) to N
+    /// iterations ("x* estimated by running to convergence").
+    LongRun {
+        /// N.
+        iterations: usize,
+    },
+    /// The model's known optimum (QP: x* = A⁻¹b).
+    Analytic,
+}
+
 /// The theory settings: how x* and c are estimated.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct TheorySpec {
-    /// x* is estimated as x(N) of the unperturbed run continued to N iterations.
-    pub optimum_iterations: usize,
+    /// How x* is obtained.
+    pub optimum: OptimumSpec,
     /// How c is obtained.
     pub rate: RateMethod,
 }
@@ -257,9 +271,16 @@ pub(crate) struct RawConvergence {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTheory {
-    optimum_iterations: usize,
+    optimum_iterations: Option<usize>,
+    optimum: Option<RawOptimum>,
     #[serde(default)]
     rate: RateMethod,
+}
+
+#[derive(Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum RawOptimum {
+    Analytic,
 }
 
 #[derive(Deserialize)]
@@ -344,13 +365,38 @@ pub(crate) fn parse_theory(
     model: &ModelSpec,
 ) -> Result<TheorySpec> {
     let t = raw.get_ref();
-    if t.optimum_iterations == 0 {
-        return Err(src.error_at(
-            raw.span(),
-            "theory.optimum_iterations",
-            "must be at least 1",
-        ));
-    }
+    let optimum = match (t.optimum_iterations, &t.optimum) {
+        (Some(0), None) => {
+            return Err(src.error_at(
+                raw.span(),
+                "theory.optimum_iterations",
+                "must be at least 1",
+            ));
+        }
+        (Some(iterations), None) => OptimumSpec::LongRun { iterations },
+        (None, Some(RawOptimum::Analytic)) => {
+            if analytic_optimum(model).is_none() {
+                return Err(src.error_at(
+                    raw.span(),
+                    "theory.optimum",
+                    format!(
+                        "`analytic` needs a model with a known optimum (qp); estimate `{}`'s with \
+                         `optimum_iterations = N` (x* := x(N))",
+                        model.kind_name()
+                    ),
+                ));
+            }
+            OptimumSpec::Analytic
+        }
+        _ => {
+            return Err(src.error_at(
+                raw.span(),
+                "theory",
+                "give exactly one of `optimum_iterations = N` (x* := x(N) of the unperturbed run \
+                 continued) or `optimum = \"analytic\"` (the model's known optimum)",
+            ));
+        }
+    };
     if t.rate == RateMethod::Analytic && analytic_rate(model).is_none() {
         return Err(src.error_at(
             raw.span(),
@@ -362,9 +408,18 @@ pub(crate) fn parse_theory(
         ));
     }
     Ok(TheorySpec {
-        optimum_iterations: t.optimum_iterations,
+        optimum,
         rate: t.rate,
     })
+}
+
+/// The model's known optimum as flat parameters, where it is known (QP: A⁻¹b).
+pub fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
+    match model {
+        ModelSpec::Qp { .. } => Some(crate::model::qp::OPTIMUM.to_vec()),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
 }
 
 /// The model's analytic linear rate c, where it is known (QP: max|1 − αλ_i|).
@@ -590,7 +645,7 @@ unperturbed_iterations = 100
 max_iterations = 1000
 
 [theory]
-optimum_iterations = 3000
+optimum = "analytic"
 rate = "analytic"
 
 [[series]]
@@ -660,6 +715,11 @@ fraction = { distribution = "uniform", min = 0.0, max = 1.0 }
             ),
             ("seed = 3", "seed = 3\nextra = 1", "unknown field `extra`"),
             (
+                "optimum = \"analytic\"",
+                "optimum = \"analytic\"\noptimum_iterations = 5",
+                "exactly one of `optimum_iterations",
+            ),
+            (
                 "fraction = { distribution",
                 "norm = { distribution = \"fixed\", value = 1.0 }\nfraction = { distribution",
                 "takes `fraction`",
@@ -677,6 +737,13 @@ fraction = { distribution = "uniform", min = 0.0, max = 1.0 }
             "kind = \"mlr\"\ndataset = \"mnist\"\nbatch_size = 10\nlearning_rate = 1e-5",
         );
         let e = parse_str(&mlr).unwrap_err().to_string();
+        assert!(
+            e.contains("`analytic` needs a model with a known optimum"),
+            "{e}"
+        );
+        let e = parse_str(&mlr.replace("optimum = \"analytic\"", "optimum_iterations = 50"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("`analytic` needs a model with a known rate"),
             "{e}"

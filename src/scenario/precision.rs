@@ -18,8 +18,8 @@
 //! max_iterations = 20000
 //!
 //! [theory]
-//! optimum_iterations = 20000
-//! rate = "fitted"
+//! optimum = "analytic"
+//! rate = "max-ratio"
 //!
 //! [precision]
 //! mantissa_bits = [4, 8, 12, 16, 20, 24, 32, 40, 48, 52]
