@@ -19,16 +19,17 @@
 //! model's norm ([`Model::distance`]), after the model stored it (MLR rounds
 //! to f32).
 
-use anyhow::{Result, bail};
-use indicatif::ProgressBar;
+use anyhow::{Context, Result, bail};
 use rand::RngExt;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::reference::{Reference, reference};
-use super::{Outcome, RunOptions};
-use crate::data::DataCache;
+use super::reference::{Reference, ReferenceFacts, decode_records, reference};
+use super::units::{Driver, Records};
+use super::{Outcome, RawResult, RunOptions};
+use crate::data::{DataCache, DatasetName, Provenance};
 use crate::model::{DataUsed, FlatParams, IterCtx, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, SimRng, stream, stream_key};
@@ -36,7 +37,7 @@ use crate::scenario::perturbation::{
     NormScale, PerturbationKind, PerturbationScenario, PerturbationSeries, Schedule,
 };
 use crate::stats::{Summary, quantile};
-use crate::theory::{DeltaT, PredictionAccuracy};
+use crate::theory::{DeltaT, PredictionAccuracy, PredictorTrack};
 
 /// Columns of `trials.csv`, one row per trial:
 /// - `series, trial`; `perturbation`: random | adversarial | reset.
@@ -147,36 +148,87 @@ pub fn run_seed(scenario: &PerturbationScenario) -> u64 {
     stream_key(scenario.meta.seed, Purpose::DataOrder, 0, 0)
 }
 
-/// Runs every trial of `scenario` and returns its tables.
-pub fn run(
+/// The units of a scenario in output order: (series index, trial).
+pub fn units(scenario: &PerturbationScenario) -> Vec<(usize, usize)> {
+    let trials = scenario.meta.trials;
+    (0..scenario.series.len())
+        .flat_map(|s| (0..trials).map(move |t| (s, t)))
+        .collect()
+}
+
+/// A readable name for every unit: `series=<s>,trial=<t>`.
+pub fn unit_names(scenario: &PerturbationScenario) -> Vec<String> {
+    units(scenario)
+        .into_iter()
+        .map(|(s, t)| format!("series={},trial={t}", scenario.series[s].name))
+        .collect()
+}
+
+/// Relative expected cost of every unit before the unperturbed run is
+/// known (all equal; `run_raw` balances shards by the iterations from each
+/// series' first perturbation to convergence instead).
+pub fn unit_costs(scenario: &PerturbationScenario) -> Vec<f64> {
+    vec![1.0; units(scenario).len()]
+}
+
+/// Facts shared by all units of a run: the reference quantities, the
+/// unperturbed run and the online predictor's estimates along it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerturbationContext {
+    /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
+    pub reference: ReferenceFacts,
+    /// Metric of x(k), k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub baseline_metrics: Vec<f64>,
+    /// ‖x(k) − x*‖, k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub distances: Vec<f64>,
+    /// ‖x(k+1) − x(k)‖, k = 0..B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub step_norms: Vec<f64>,
+    /// The online predictor fed the unperturbed run.
+    pub predictor: PredictorTrack,
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples used relative to the real dataset.
+    pub size_ratio: f64,
+}
+
+/// Runs the units of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
     scenario: &PerturbationScenario,
     opts: &RunOptions,
     cache: &DataCache,
-    progress: &ProgressBar,
-) -> Result<Outcome> {
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
     build_and_visit(
         &scenario.model,
         cache,
         &opts.data,
         scenario.meta.seed,
-        Visitor { scenario, progress },
+        Visitor { scenario, driver },
     )?
 }
 
 struct Visitor<'a> {
     scenario: &'a PerturbationScenario,
-    progress: &'a ProgressBar,
+    driver: &'a Driver<'a>,
 }
 
-/// What one trial did.
-struct TrialResult {
+/// What one trial did (the record of a unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialResult {
     /// (ℓ, ‖δ_ℓ‖) of every perturbation.
-    perturbations: Vec<(usize, f64)>,
+    pub perturbations: Vec<(usize, f64)>,
     /// Fraction of blocks reset by the first perturbation (NaN if not a reset).
-    reset_fraction: f64,
+    #[serde(with = "crate::report::json_f64")]
+    pub reset_fraction: f64,
     /// K (capped at max_iterations).
-    iterations: usize,
-    converged: bool,
+    pub iterations: usize,
+    /// Whether the run met ε within max_iterations.
+    pub converged: bool,
 }
 
 /// Per-worker buffers (no allocation per iteration).
@@ -342,10 +394,11 @@ impl<M: Model> Ctx<'_, M> {
 }
 
 impl ModelVisitor for Visitor<'_> {
-    type Output = Result<Outcome>;
+    type Output = Result<RawResult>;
 
-    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<Outcome> {
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
+        let driver = self.driver;
         let run_seed = run_seed(sc);
         let reference = reference(
             model,
@@ -397,12 +450,19 @@ impl ModelVisitor for Visitor<'_> {
             seed: sc.meta.seed,
             run_seed,
         };
-        let trials = sc.meta.trials;
-        let units: Vec<(usize, usize)> = (0..sc.series.len())
-            .flat_map(|s| (0..trials).map(move |t| (s, t)))
+        let units = units(sc);
+        // Expected cost of a unit: the iterations from its first perturbation
+        // (at the earliest, ℓ) to the unperturbed convergence point.
+        let costs: Vec<f64> = units
+            .iter()
+            .map(|&(s, _)| match sc.series[s].schedule {
+                Schedule::Once { iteration } => (b - iteration + 1) as f64,
+                Schedule::EachIteration { .. } => (b + 1) as f64,
+            })
             .collect();
-        let results: Vec<TrialResult> = units
-            .par_iter()
+        let (mine, todo) = driver.assign(&costs);
+        let done: Vec<Vec<(usize, serde_json::Value)>> = todo
+            .par_chunks(JOURNAL_CHUNK)
             .map_init(
                 || {
                     (
@@ -414,14 +474,64 @@ impl ModelVisitor for Visitor<'_> {
                         },
                     )
                 },
-                |(ws, buf), &(s, t)| {
-                    let r = ctx.run_trial(&sc.series[s], t, ws, buf);
-                    self.progress.inc(1);
-                    r
+                |(ws, buf), chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+                    if driver.cancelled() {
+                        return Ok(Vec::new());
+                    }
+                    let records = chunk
+                        .iter()
+                        .map(|&u| {
+                            let (s, t) = units[u];
+                            let r = ctx.run_trial(&sc.series[s], t, ws, buf);
+                            Ok((u, serde_json::to_value(r)?))
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    driver.finished(&records)?;
+                    Ok(records)
                 },
             )
-            .collect();
-        Ok(tables(model, sc, &units, &results, &reference, data))
+            .collect::<Result<_>>()?;
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in &mine {
+            if let Some(r) = driver.resumed().get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        let context = PerturbationContext::new(model, &reference, data);
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
+    }
+}
+
+/// Units journalled together (QP trials take microseconds each).
+const JOURNAL_CHUNK: usize = 8;
+
+impl PerturbationContext {
+    /// The context of a run with reference quantities `reference` on `data`.
+    pub fn new<M: Model>(
+        model: &M,
+        reference: &Reference<M::State>,
+        data: &DataUsed,
+    ) -> PerturbationContext {
+        let states = &reference.baseline.states;
+        PerturbationContext {
+            reference: reference.facts(),
+            baseline_metrics: reference.baseline.metrics.clone(),
+            distances: reference.distances.clone(),
+            step_norms: states
+                .windows(2)
+                .map(|w| model.distance(&w[0], &w[1]))
+                .collect(),
+            predictor: reference.predictor.clone(),
+            dataset: data.dataset,
+            provenance: data.provenance.clone(),
+            size_ratio: data.size_ratio,
+        }
     }
 }
 
@@ -434,13 +544,12 @@ struct Row {
     predicted: f64,
 }
 
-fn derive<S>(r: &TrialResult, reference: &Reference<S>) -> Row {
-    let b = reference.baseline_iterations();
+fn derive(r: &TrialResult, reference: &ReferenceFacts, predictor: &PredictorTrack) -> Row {
+    let b = reference.baseline_iterations;
     let dt = DeltaT::of(reference.rate, r.perturbations.iter().copied());
     let predicted = match r.perturbations.first() {
         None => 0.0,
-        Some(&(first, _)) => reference
-            .predictor
+        Some(&(first, _)) => predictor
             .estimate_at(first)
             .map_or(f64::NAN, |e| e.predict_all(r.perturbations.iter().copied())),
     };
@@ -453,18 +562,20 @@ fn derive<S>(r: &TrialResult, reference: &Reference<S>) -> Row {
     }
 }
 
-fn tables<M: Model>(
-    model: &M,
-    sc: &PerturbationScenario,
-    units: &[(usize, usize)],
-    results: &[TrialResult],
-    reference: &Reference<M::State>,
-    data: &DataUsed,
-) -> Outcome {
-    let b = reference.baseline_iterations();
-    let rows: Vec<Row> = results.iter().map(|r| derive(r, reference)).collect();
+/// Builds the output tables from the records of every unit.
+pub fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outcome> {
+    let ctx: PerturbationContext = serde_json::from_value(raw.context.clone())
+        .context("malformed perturbation context (was it written by another version?)")?;
+    let units = units(sc);
+    let results: Vec<TrialResult> = decode_records(&unit_names(sc), raw)?;
+    let reference = &ctx.reference;
+    let b = reference.baseline_iterations;
+    let rows: Vec<Row> = results
+        .iter()
+        .map(|r| derive(r, reference, &ctx.predictor))
+        .collect();
     let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
-    for ((&(s, t), r), row) in units.iter().zip(results).zip(&rows) {
+    for ((&(s, t), r), row) in units.iter().zip(&results).zip(&rows) {
         let series = &sc.series[s];
         let opt = |v: Option<&(usize, f64)>| v.map_or(String::new(), |p| p.0.to_string());
         trials.push(vec![
@@ -565,37 +676,34 @@ fn tables<M: Model>(
             b.to_string(),
             fmt_f64(reference.criterion),
             sc.model.kind_name().to_string(),
-            data.dataset.to_string(),
-            data.provenance.label().to_string(),
+            ctx.dataset.to_string(),
+            ctx.provenance.label().to_string(),
         ]);
     }
     let mut curve = Table::new(BASELINE_COLUMNS.iter().copied());
-    let states = &reference.baseline.states;
-    for (k, m) in reference.baseline.metrics.iter().enumerate() {
-        let step = states
-            .get(k + 1)
-            .map_or(f64::NAN, |next| model.distance(&states[k], next));
-        let est = reference.predictor.estimate_at(k);
+    for (k, m) in ctx.baseline_metrics.iter().enumerate() {
+        let step = ctx.step_norms.get(k).copied().unwrap_or(f64::NAN);
+        let est = ctx.predictor.estimate_at(k);
         curve.push(vec![
             k.to_string(),
             fmt_f64(*m),
-            fmt_f64(reference.distances[k]),
+            fmt_f64(ctx.distances[k]),
             fmt_f64(step),
             fmt_f64(est.map_or(f64::NAN, |e| e.rate)),
             fmt_f64(est.map_or(f64::NAN, |e| e.initial_distance)),
         ]);
     }
-    Outcome {
+    Ok(Outcome {
         summary,
         trials,
         extra: vec![("baseline.csv".to_string(), curve)],
         data: json!({
-            "dataset": data.dataset,
-            "provenance": data.provenance,
-            "size_ratio": data.size_ratio,
+            "dataset": ctx.dataset,
+            "provenance": ctx.provenance,
+            "size_ratio": ctx.size_ratio,
         }),
         details: reference.details(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -737,7 +845,7 @@ mod tests {
         for norm in [1e-3, 0.05, 0.7] {
             let s = series(PerturbationKind::Adversarial, norm, 0.0);
             let t = ctx.run_trial(&s, 0, &mut (), &mut buf);
-            let row = derive(&t, &r);
+            let row = derive(&t, &r.facts(), &r.predictor);
             assert!(t.converged);
             assert!(row.cost <= row.bound, "{} > {}", row.cost, row.bound);
             assert!(row.cost > row.bound - 1.0, "{} vs {}", row.cost, row.bound);

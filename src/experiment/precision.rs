@@ -22,14 +22,15 @@
 //! perturbation of about 2^{−53}|y| per operation that the prediction does not
 //! count: at p close to 53 it is of the same size as the rounding studied.
 
-use anyhow::{Result, bail};
-use indicatif::ProgressBar;
+use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::reference::{Reference, reference};
-use super::{Outcome, RunOptions};
-use crate::data::DataCache;
+use super::reference::{ReferenceFacts, decode_records, reference};
+use super::units::{Driver, Records};
+use super::{Outcome, RawResult, RunOptions};
+use crate::data::{DataCache, DatasetName, Provenance};
 use crate::model::{DataUsed, IterCtx, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream_key};
@@ -116,43 +117,82 @@ pub const TRACE_COLUMNS: &[&str] = &[
     "rounding_norm",
 ];
 
-/// Runs every mantissa width of `scenario`.
-pub fn run(
+/// A readable name for every unit (one per mantissa width): `mantissa_bits=<p>`.
+pub fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
+    scenario
+        .precision
+        .mantissa_bits
+        .iter()
+        .map(|p| format!("mantissa_bits={p}"))
+        .collect()
+}
+
+/// Facts shared by all units of a run: the reference quantities and the
+/// unperturbed run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionContext {
+    /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
+    pub reference: ReferenceFacts,
+    /// Metric of x(k), k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub baseline_metrics: Vec<f64>,
+    /// ‖x(k) − x*‖, k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub distances: Vec<f64>,
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples used relative to the real dataset.
+    pub size_ratio: f64,
+}
+
+/// Runs the mantissa widths of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
     scenario: &PrecisionScenario,
     opts: &RunOptions,
     cache: &DataCache,
-    progress: &ProgressBar,
-) -> Result<Outcome> {
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
     build_and_visit(
         &scenario.model,
         cache,
         &opts.data,
         scenario.meta.seed,
-        Visitor { scenario, progress },
+        Visitor { scenario, driver },
     )?
 }
 
 struct Visitor<'a> {
     scenario: &'a PrecisionScenario,
-    progress: &'a ProgressBar,
+    driver: &'a Driver<'a>,
 }
 
-/// One reduced-precision run.
-struct PrecisionRun {
-    bits: u32,
-    max_rounding: f64,
-    max_state_norm: f64,
-    floor: f64,
-    stored_floor: f64,
-    converged_at: Option<usize>,
-    trace: Vec<(usize, f64, f64)>,
+/// One reduced-precision run (the record of a unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionRun {
+    /// p.
+    pub bits: u32,
+    /// Measured Δ = max_k ‖δ_k‖.
+    pub max_rounding: f64,
+    /// max_k ‖y(k)‖ (flat parameters).
+    pub max_state_norm: f64,
+    /// max ‖y(k) − x*‖ over the tail.
+    pub floor: f64,
+    /// max ‖round_p(y(k)) − x*‖ over the tail.
+    pub stored_floor: f64,
+    /// First k with metric(y(k)) ≤ ε.
+    pub converged_at: Option<usize>,
+    /// (k, ‖y(k) − x*‖, ‖δ_k‖) at evenly spaced k.
+    pub trace: Vec<(usize, f64, f64)>,
 }
 
 impl ModelVisitor for Visitor<'_> {
-    type Output = Result<Outcome>;
+    type Output = Result<RawResult>;
 
-    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<Outcome> {
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
+        let driver = self.driver;
         let Some(flat) = model.flat_params() else {
             bail!(
                 "reduced precision needs a model with real-valued parameters (qp, mlr); `{}` has none",
@@ -172,10 +212,14 @@ impl ModelVisitor for Visitor<'_> {
         let spec = &sc.precision;
         let n = flat.param_count();
         let stride = spec.iterations.div_ceil(1000).max(1);
-        let runs: Vec<PrecisionRun> = spec
-            .mantissa_bits
+        let (mine, todo) = driver.assign(&vec![1.0; spec.mantissa_bits.len()]);
+        let done: Vec<Option<(usize, serde_json::Value)>> = todo
             .par_iter()
-            .map(|&bits| {
+            .map(|&u| -> Result<Option<(usize, serde_json::Value)>> {
+                if driver.cancelled() {
+                    return Ok(None);
+                }
+                let bits = spec.mantissa_bits[u];
                 let mut ws = model.workspace();
                 let mut params = vec![0.0; n];
                 let mut y = model.init();
@@ -223,29 +267,50 @@ impl ModelVisitor for Visitor<'_> {
                         &mut ws,
                     );
                 }
-                self.progress.inc(1);
-                run
+                let record = (u, serde_json::to_value(run)?);
+                driver.finished(std::slice::from_ref(&record))?;
+                Ok(Some(record))
             })
-            .collect();
-        Ok(tables(sc, &runs, &reference, data))
+            .collect::<Result<_>>()?;
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in &mine {
+            if let Some(r) = driver.resumed().get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        let context = PrecisionContext {
+            reference: reference.facts(),
+            baseline_metrics: reference.baseline.metrics.clone(),
+            distances: reference.distances.clone(),
+            dataset: data.dataset,
+            provenance: data.provenance.clone(),
+            size_ratio: data.size_ratio,
+        };
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
     }
 }
 
-fn tables<S>(
-    sc: &PrecisionScenario,
-    runs: &[PrecisionRun],
-    reference: &Reference<S>,
-    data: &DataUsed,
-) -> Outcome {
+/// Builds the output tables from the records of every unit.
+pub fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
+    let ctx: PrecisionContext = serde_json::from_value(raw.context.clone())
+        .context("malformed precision context (was it written by another version?)")?;
+    let runs: Vec<PrecisionRun> = decode_records(&unit_names(sc), raw)?;
+    let reference = &ctx.reference;
     let spec = &sc.precision;
     let c = reference.rate;
     let r0 = reference.initial_distance;
-    let b = reference.baseline_iterations();
+    let b = reference.baseline_iterations;
     let transient = r0 * c.powf((spec.iterations - spec.tail) as f64);
     let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
     let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
     let mut trace = Table::new(TRACE_COLUMNS.iter().copied());
-    for r in runs {
+    for r in &runs {
         let predicted_delta = rounding_perturbation_bound(r.bits, r.max_state_norm);
         let predicted_floor = irreducible_error(c, predicted_delta);
         let measured_floor = irreducible_error(c, r.max_rounding);
@@ -294,8 +359,8 @@ fn tables<S>(
             reference.rate_method.name().to_string(),
             fmt_f64(reference.rate_analytic),
             sc.model.kind_name().to_string(),
-            data.dataset.to_string(),
-            data.provenance.label().to_string(),
+            ctx.dataset.to_string(),
+            ctx.provenance.label().to_string(),
         ]);
         for &(k, d, rd) in &r.trace {
             trace.push(vec![
@@ -307,14 +372,10 @@ fn tables<S>(
         }
     }
     let mut curve = Table::new(["iteration", "metric", "distance_to_optimum"]);
-    for (k, m) in reference.baseline.metrics.iter().enumerate() {
-        curve.push(vec![
-            k.to_string(),
-            fmt_f64(*m),
-            fmt_f64(reference.distances[k]),
-        ]);
+    for (k, m) in ctx.baseline_metrics.iter().enumerate() {
+        curve.push(vec![k.to_string(), fmt_f64(*m), fmt_f64(ctx.distances[k])]);
     }
-    Outcome {
+    Ok(Outcome {
         summary,
         trials,
         extra: vec![
@@ -322,10 +383,10 @@ fn tables<S>(
             ("baseline.csv".to_string(), curve),
         ],
         data: json!({
-            "dataset": data.dataset,
-            "provenance": data.provenance,
-            "size_ratio": data.size_ratio,
+            "dataset": ctx.dataset,
+            "provenance": ctx.provenance,
+            "size_ratio": ctx.size_ratio,
         }),
         details: reference.details(),
-    }
+    })
 }

@@ -19,7 +19,10 @@
 //!   are reported); `analytic` = the model's known rate (QP).
 //! - ‖x(0) − x*‖: the model's own norm ([`Model::distance`]) between x(0) and x*.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::RawResult;
 
 use crate::engine::{Baseline, Convergence, run_baseline};
 use crate::model::{IterCtx, Model, ModelSpec};
@@ -193,21 +196,97 @@ impl<S> Reference<S> {
         self.baseline.iterations()
     }
 
+    /// The scalar facts, without the states (what a run's context keeps).
+    pub fn facts(&self) -> ReferenceFacts {
+        ReferenceFacts {
+            criterion: self.criterion,
+            baseline_iterations: self.baseline_iterations(),
+            baseline_final_metric: self.baseline.final_metric(),
+            optimum_iterations: self.optimum_iterations,
+            optimum_metric: self.optimum_metric,
+            initial_distance: self.initial_distance,
+            rate: self.rate,
+            rate_method: self.rate_method,
+            rate_fitted: self.rate_fitted,
+            rate_max_ratio: self.rate_max_ratio,
+            rate_analytic: self.rate_analytic,
+        }
+    }
+}
+
+/// The scalar reference quantities of a run (see the module docs), as the
+/// context of a sharded or resumed run stores them. NaN fields (a rate
+/// that does not exist) are written as JSON `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceFacts {
+    /// ε as used.
+    pub criterion: f64,
+    /// B.
+    pub baseline_iterations: usize,
+    /// Metric of x(B).
+    pub baseline_final_metric: f64,
+    /// N, when x* = x(N) (None: the known optimum).
+    pub optimum_iterations: Option<usize>,
+    /// The metric of x*.
+    pub optimum_metric: f64,
+    /// ‖x(0) − x*‖.
+    pub initial_distance: f64,
+    /// The rate used in the bounds.
+    pub rate: f64,
+    /// How `rate` was chosen.
+    pub rate_method: RateMethod,
+    /// The least-squares rate.
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_fitted: f64,
+    /// The largest one-step ratio.
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_max_ratio: f64,
+    /// The model's known rate (NaN if none).
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_analytic: f64,
+}
+
+impl ReferenceFacts {
     /// The reference facts for a manifest.
     pub fn details(&self) -> serde_json::Value {
         serde_json::json!({
             "criterion_used": self.criterion,
-            "baseline_iterations": self.baseline_iterations(),
-            "baseline_final_metric": self.baseline.final_metric(),
+            "baseline_iterations": self.baseline_iterations,
+            "baseline_final_metric": self.baseline_final_metric,
             "optimum": if self.optimum_iterations.is_some() { "long-run" } else { "analytic" },
             "optimum_iterations": self.optimum_iterations,
             "optimum_metric": self.optimum_metric,
             "initial_distance": self.initial_distance,
             "rate": self.rate,
             "rate_method": self.rate_method.name(),
-            "rate_fitted": self.rate_fitted,
-            "rate_max_ratio": self.rate_max_ratio,
+            "rate_fitted": if self.rate_fitted.is_nan() { None } else { Some(self.rate_fitted) },
+            "rate_max_ratio": if self.rate_max_ratio.is_nan() { None } else { Some(self.rate_max_ratio) },
             "rate_analytic": if self.rate_analytic.is_nan() { None } else { Some(self.rate_analytic) },
         })
     }
+}
+
+/// The records of every unit of a run, decoded, in unit order; `names` are
+/// the units' readable names (for the error when some are missing).
+pub fn decode_records<T: serde::de::DeserializeOwned>(
+    names: &[String],
+    raw: &RawResult,
+) -> Result<Vec<T>> {
+    let n = names.len();
+    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
+        bail!(
+            "{} of {n} units have no result, e.g. {}",
+            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
+            names[missing]
+        );
+    }
+    if let Some(extra) = raw.records.keys().find(|&&u| u >= n) {
+        bail!("unit {extra} does not exist in this scenario ({n} units)");
+    }
+    (0..n)
+        .map(|u| {
+            serde_json::from_value(raw.records[&u].clone())
+                .with_context(|| format!("malformed record of unit {u} ({})", names[u]))
+        })
+        .collect()
 }

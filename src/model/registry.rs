@@ -10,9 +10,10 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
+use super::lda::{Lda, LdaConfig, MAX_TOPICS};
 use super::mlr::{Mlr, MlrConfig};
 use super::qp::{self, Qp, QpConfig};
-use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
+use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, synthetic};
 use crate::scenario::SourceText;
 
 /// A model and its hyper-parameters, as a scenario names them.
@@ -35,6 +36,17 @@ pub enum ModelSpec {
         /// Starting point x(0).
         x0: [f64; qp::DIM],
     },
+    /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
+    Lda {
+        /// `20news` or `reuters`.
+        dataset: DatasetName,
+        /// Number of topics K.
+        topics: usize,
+        /// Symmetric Dirichlet prior on the doc-topic distributions.
+        alpha: f64,
+        /// Symmetric Dirichlet prior on the topic-word distributions.
+        beta: f64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -45,6 +57,17 @@ struct RawQp {
     step_size: f64,
     #[serde(default)]
     x0: [f64; qp::DIM],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLda {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    topics: usize,
+    alpha: f64,
+    beta: f64,
 }
 
 #[derive(Deserialize)]
@@ -63,7 +86,11 @@ impl ModelSpec {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, qp"));
+                return Err(src.error_at(
+                    span,
+                    "model.kind",
+                    "missing; expected one of: mlr, lda, qp",
+                ));
             }
         };
         let value = toml::Value::Table(table.clone());
@@ -118,10 +145,42 @@ impl ModelSpec {
                     x0: raw.x0,
                 })
             }
+            "lda" => {
+                let raw: RawLda = RawLda::deserialize(value).map_err(bad)?;
+                if !matches!(raw.dataset, DatasetName::News20 | DatasetName::Reuters) {
+                    return Err(src.error_at(
+                        span,
+                        "model.dataset",
+                        "lda trains on `20news` or `reuters`",
+                    ));
+                }
+                if !(2..=MAX_TOPICS).contains(&raw.topics) {
+                    return Err(src.error_at(
+                        span,
+                        "model.topics",
+                        format!("{} is outside 2..={MAX_TOPICS}", raw.topics),
+                    ));
+                }
+                for (field, v) in [("model.alpha", raw.alpha), ("model.beta", raw.beta)] {
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(src.error_at(
+                            span,
+                            field,
+                            format!("{v} must be a positive number"),
+                        ));
+                    }
+                }
+                Ok(ModelSpec::Lda {
+                    dataset: raw.dataset,
+                    topics: raw.topics,
+                    alpha: raw.alpha,
+                    beta: raw.beta,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr, qp"),
+                format!("unknown model `{other}`; expected one of: mlr, lda, qp"),
             )),
         }
     }
@@ -131,6 +190,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
             ModelSpec::Qp { .. } => "qp",
+            ModelSpec::Lda { .. } => "lda",
         }
     }
 
@@ -139,6 +199,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { dataset, .. } => *dataset,
             ModelSpec::Qp { .. } => DatasetName::None,
+            ModelSpec::Lda { dataset, .. } => *dataset,
         }
     }
 }
@@ -151,7 +212,8 @@ pub struct DataUsed {
     /// Real files or stand-in.
     pub provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
-    /// (1 for real data). Criteria that are sums over the training set, and
+    /// (1 for real data); for text corpora, tokens in the corpus used divided
+    /// by tokens in the real corpus. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     pub size_ratio: f64,
 }
@@ -212,6 +274,33 @@ pub fn build_and_visit<V: ModelVisitor>(
                 step_size: *step_size,
                 x0: *x0,
             });
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Lda {
+            dataset,
+            topics,
+            alpha,
+            beta,
+        } => {
+            let data = corpus::cached_corpus(cache, *dataset, opts, seed)?;
+            let real = corpus::real_shape(*dataset)?;
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: match data.provenance {
+                    Provenance::Real { .. } => 1.0,
+                    Provenance::Synthetic { .. } => data.total_tokens() as f64 / real.tokens as f64,
+                },
+            };
+            let model = Lda::new(
+                data,
+                &LdaConfig {
+                    topics: *topics,
+                    alpha: *alpha,
+                    beta: *beta,
+                    init_seed: seed,
+                },
+            );
             Ok(visitor.visit(&model, &used))
         }
     }

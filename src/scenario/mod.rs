@@ -10,6 +10,7 @@
 pub mod bundled;
 pub mod perturbation;
 pub mod precision;
+pub mod protocol;
 pub mod recovery;
 mod source;
 
@@ -20,6 +21,7 @@ use serde::Serialize;
 
 pub use perturbation::PerturbationScenario;
 pub use precision::PrecisionScenario;
+pub use protocol::ProtocolScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
 pub use source::SourceText;
 
@@ -50,6 +52,8 @@ pub enum Scenario {
     Perturbation(PerturbationScenario),
     /// Reduced precision: the error floor against the irreducible error c/(1−c)·Δ.
     Precision(PrecisionScenario),
+    /// Dutta et al. K-sync/K-batch-sync/K-async/K-batch-async SGD in wall-clock time.
+    Protocol(ProtocolScenario),
 }
 
 /// The scenario kinds this build understands, with a one-line description.
@@ -66,6 +70,10 @@ pub const KINDS: &[(&str, &str)] = &[
         "precision",
         "reduced precision: error floor of a p-bit mantissa against the irreducible error c/(1-c)·Δ",
     ),
+    (
+        "protocol",
+        "Dutta et al. straggler simulation: runtime per iteration and loss vs wall-clock time of K-sync/K-batch-sync/K-async/K-batch-async SGD",
+    ),
 ];
 
 impl Scenario {
@@ -75,6 +83,7 @@ impl Scenario {
             Scenario::Recovery(s) => &s.meta,
             Scenario::Perturbation(s) => &s.meta,
             Scenario::Precision(s) => &s.meta,
+            Scenario::Protocol(s) => &s.meta,
         }
     }
 
@@ -94,6 +103,7 @@ impl Scenario {
                 }
                 return Ok(());
             }
+            Scenario::Protocol(s) => &mut s.meta,
         };
         if let Some(t) = trials {
             if t == 0 {
@@ -166,6 +176,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
         "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
         "perturbation" => Ok(Scenario::Perturbation(perturbation::parse(&src)?)),
         "precision" => Ok(Scenario::Precision(precision::parse(&src)?)),
+        "protocol" => Ok(Scenario::Protocol(protocol::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",
             KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")

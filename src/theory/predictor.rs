@@ -22,6 +22,8 @@
 //! recovering (the running checkpoint and the lost blocks are), so a system
 //! can compare the two predictions before choosing.
 
+use serde::{Deserialize, Serialize};
+
 use super::bound::DeltaT;
 use super::rate::LogLinearSums;
 use crate::engine::Baseline;
@@ -31,7 +33,7 @@ use crate::model::Model;
 pub const MIN_STEPS: usize = 3;
 
 /// The predictor's current estimates of the two unknowns of Theorem 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// ĉ: the estimated linear rate.
     pub rate: f64,
@@ -109,7 +111,7 @@ impl OnlinePredictor {
 /// The predictor's estimate at every iteration of one unperturbed run:
 /// `estimates[T]` is what it knew after observing x(0), …, x(T), i.e. the
 /// prediction a system would make at a failure at T.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PredictorTrack {
     estimates: Vec<Option<Estimate>>,
 }
@@ -145,7 +147,7 @@ impl PredictorTrack {
 
 /// Predictions for the trials of a recovery scenario: one track per
 /// unperturbed run (one run shared by all trials, or one per trial index).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryPredictor {
     tracks: Vec<PredictorTrack>,
 }
