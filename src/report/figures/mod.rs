@@ -16,6 +16,7 @@ pub mod paper;
 pub mod recovery;
 pub mod render;
 pub mod results;
+pub mod theory;
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,8 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
         ("recovery", Some("lost_fraction")) => Box::new(recovery::PartialRecovery),
         ("recovery", Some("checkpoint_fraction")) => Box::new(recovery::PriorityCheckpoint),
         ("recovery", _) => Box::new(recovery::RecoverySweep),
+        ("perturbation", _) => Box::new(theory::IterationCostBound),
+        ("precision", _) => Box::new(theory::PrecisionFloor),
         _ => Box::new(generic::Generic),
     }
 }
