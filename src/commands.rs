@@ -560,6 +560,8 @@ fn validate(args: &[String]) -> Result<()> {
             Ok((sc, origin, _)) => {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
+                    Scenario::Perturbation(p) => p.series.len(),
+                    Scenario::Precision(p) => p.precision.mantissa_bits.len(),
                     Scenario::Protocol(p) => p.points().len(),
                 };
                 println!(

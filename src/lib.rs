@@ -22,3 +22,4 @@ pub mod reproduce;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod theory;

@@ -93,6 +93,14 @@ impl ReproduceOptions {
 pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
     match sc {
         Scenario::Recovery(r) => vec![r.model.dataset()],
+        Scenario::Perturbation(p) => vec![p.model.dataset()]
+            .into_iter()
+            .filter(|d| *d != DatasetName::None)
+            .collect(),
+        Scenario::Precision(p) => vec![p.model.dataset()]
+            .into_iter()
+            .filter(|d| *d != DatasetName::None)
+            .collect(),
         Scenario::Protocol(p) => match &p.measure {
             crate::scenario::protocol::Measure::Training(tc) => match &tc.model {
                 crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],

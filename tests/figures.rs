@@ -214,23 +214,49 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
             report.contains(&format!("`{name}`")),
             "REPORT.md does not list {name}"
         );
+        let (sc, _, _) = scarsim::scenario::load(name).unwrap();
+        let text = scarsim::scenario::bundled::find(name).unwrap();
         // What each kind's figure must show: its paper axes, and its size
         // (protocol scenarios draw a 2×2 grid of panels).
-        let text = scarsim::scenario::bundled::find(name).unwrap();
-        let (size, expect): ((u32, u32), &[&str]) = if text.contains("kind = \"recovery\"") {
-            (SINGLE, &["Rework iterations"])
-        } else if text.contains("kind = \"protocol\"") && text.contains("[training]") {
-            (GRID_2X2, &["Wall-clock time", "k-async", "adaptive"])
-        } else if text.contains("kind = \"protocol\"") {
-            (
-                GRID_2X2,
-                &["Wall-clock time per iteration", "k-sync (closed form)"],
-            )
-        } else {
-            (SINGLE, &[name])
+        let mut size = SINGLE;
+        let expect: Vec<&str> = match sc.meta().kind.as_str() {
+            "recovery" => vec!["Rework iterations"],
+            // SCAR Figures 3-5: cost against ‖δ‖ (one perturbation at ℓ) or
+            // Δ_T (perturbations at random iterations), the bound in red.
+            "perturbation" => {
+                let x = match &sc {
+                    scarsim::scenario::Scenario::Perturbation(p)
+                        if p.series.iter().all(|s| {
+                            matches!(
+                                s.schedule,
+                                scarsim::scenario::perturbation::Schedule::Once { .. }
+                            )
+                        }) =>
+                    {
+                        "Perturbation size ‖δ‖"
+                    }
+                    _ => "Δ_T = Σ_ℓ c^−ℓ·‖δ_ℓ‖",
+                };
+                vec![name, "Iteration cost (iterations)", "Theorem 1 bound", x]
+            }
+            "precision" => vec![
+                name,
+                "Mantissa bits p",
+                "log10 of the error floor",
+                "predicted c/(1−c)·Δ",
+            ],
+            "protocol" if text.contains("[training]") => {
+                size = GRID_2X2;
+                vec!["Wall-clock time", "k-async", "adaptive"]
+            }
+            "protocol" => {
+                size = GRID_2X2;
+                vec!["Wall-clock time per iteration", "k-sync (closed form)"]
+            }
+            _ => vec![name],
         };
         check_png(&rep.join(name).join("figure.png"), size);
-        check_svg(&rep.join(name).join("figure.svg"), expect);
+        check_svg(&rep.join(name).join("figure.svg"), &expect);
     }
     // No data folder here: every scenario ran on a stand-in, and says so.
     let need_data = names

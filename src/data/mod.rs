@@ -52,6 +52,9 @@ pub enum DatasetName {
     News20,
     /// Reuters-21578, Distribution 1.0.
     Reuters,
+    /// No dataset: the model's objective is defined in code (the quadratic
+    /// program of `model::qp`). Never loaded.
+    None,
 }
 
 impl DatasetName {
@@ -64,6 +67,7 @@ impl DatasetName {
             DatasetName::Jester => "jester",
             DatasetName::News20 => "20newsgroups",
             DatasetName::Reuters => "reuters",
+            DatasetName::None => "none",
         }
     }
 }
@@ -78,6 +82,7 @@ impl DatasetName {
             DatasetName::Jester => "jester",
             DatasetName::News20 => "20news",
             DatasetName::Reuters => "reuters",
+            DatasetName::None => "none",
         }
     }
 }

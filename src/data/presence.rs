@@ -20,6 +20,7 @@ pub fn required_files(name: DatasetName) -> &'static [&'static str] {
         DatasetName::Jester => &["jester-data-1.zip"],
         DatasetName::News20 => &["20news-bydate.tar.gz"],
         DatasetName::Reuters => &["reuters21578.tar.gz"],
+        DatasetName::None => &[],
     }
 }
 

@@ -9,8 +9,11 @@
 //! output tables.
 
 pub mod execute;
+pub mod perturbation;
+pub mod precision;
 pub mod protocol;
 pub mod recovery;
+pub mod reference;
 pub mod units;
 
 pub use execute::run_and_write;
@@ -74,6 +77,8 @@ pub fn unit_count(scenario: &Scenario) -> usize {
 pub fn unit_names(scenario: &Scenario) -> Vec<String> {
     match scenario {
         Scenario::Recovery(s) => recovery::unit_names(s),
+        Scenario::Perturbation(s) => perturbation::unit_names(s),
+        Scenario::Precision(s) => precision::unit_names(s),
         Scenario::Protocol(s) => protocol::unit_names(s),
     }
 }
@@ -87,6 +92,8 @@ pub fn run_raw(
 ) -> Result<RawResult> {
     match scenario {
         Scenario::Recovery(s) => recovery::run_raw(s, opts, cache, driver),
+        Scenario::Perturbation(s) => perturbation::run_raw(s, opts, cache, driver),
+        Scenario::Precision(s) => precision::run_raw(s, opts, cache, driver),
         Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
     }
 }
@@ -95,6 +102,8 @@ pub fn run_raw(
 pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
     match scenario {
         Scenario::Recovery(s) => recovery::tables(s, raw),
+        Scenario::Perturbation(s) => perturbation::tables(s, raw),
+        Scenario::Precision(s) => precision::tables(s, raw),
         Scenario::Protocol(s) => protocol::tables(s, raw),
     }
 }
@@ -230,7 +239,9 @@ pub struct Plan {
 pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     match scenario {
         Scenario::Recovery(s) => recovery::plan(s, opts, cache),
-        Scenario::Protocol(_) => plan_by_sample(scenario, opts, cache),
+        Scenario::Perturbation(_) | Scenario::Precision(_) | Scenario::Protocol(_) => {
+            plan_by_sample(scenario, opts, cache)
+        }
     }
 }
 
@@ -267,6 +278,8 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
 fn unit_costs(scenario: &Scenario) -> Vec<f64> {
     match scenario {
         Scenario::Recovery(s) => vec![1.0; recovery::unit_names(s).len()],
+        Scenario::Perturbation(s) => perturbation::unit_costs(s),
+        Scenario::Precision(s) => vec![1.0; s.precision.mantissa_bits.len()],
         Scenario::Protocol(s) => protocol::unit_costs(s),
     }
 }

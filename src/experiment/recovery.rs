@@ -22,6 +22,7 @@ use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream, stream_key};
 use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
 use crate::stats::Summary;
+use crate::theory::{PredictionAccuracy, RecoveryPredictor};
 
 /// Columns of `summary.csv`.
 pub const SUMMARY_COLUMNS: &[&str] = &[
@@ -54,6 +55,8 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "failure_p",
     "failure_fixed_iteration",
     "criterion",
+    "predicted_bounds_fraction",
+    "median_rework_to_predicted",
 ];
 
 /// Columns of `trials.csv`.
@@ -71,6 +74,7 @@ pub const TRIAL_COLUMNS: &[&str] = &[
     "perturbation_norm",
     "full_recovery_norm",
     "mean_restored_age",
+    "predicted_rework",
 ];
 
 /// Seed of the data order of trial `trial` (all trials share trial 0's in
@@ -120,6 +124,10 @@ pub struct RecoveryContext {
     pub size_ratio: f64,
     /// The criterion as used (scaled by `size_ratio`).
     pub criterion: f64,
+    /// The online iteration-cost predictor (SCAR §6) fed each unperturbed
+    /// run: its estimates of c and ‖x(0) − x*‖ after every iteration, from
+    /// which `tables` predicts each trial's rework before its recovery.
+    pub predictor: RecoveryPredictor,
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
@@ -248,6 +256,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             provenance: data.provenance.clone(),
             size_ratio: data.size_ratio,
             criterion: convergence.criterion,
+            predictor: RecoveryPredictor::new(model, &baselines),
         };
         Ok(RawResult {
             context: serde_json::to_value(context)?,
@@ -433,6 +442,12 @@ pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
                 .with_context(|| format!("malformed record of unit {u}"))?,
         );
     }
+    // Theorem 1 with the online estimates of c and ‖x(0) − x*‖ at the failure,
+    // for this trial's own recovery perturbation (NaN: too early to estimate).
+    let predicted = |t: usize, o: &TrialOutcome| {
+        ctx.predictor
+            .predict(t, o.recovery.perturbation_norm, o.failure_iteration)
+    };
     let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
     for (&(pi, t), o) in units.iter().zip(&outcomes) {
         let p = &points[pi];
@@ -450,6 +465,7 @@ pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             fmt_f64(o.recovery.perturbation_norm),
             fmt_f64(o.recovery.full_recovery_norm),
             fmt_f64(o.recovery.mean_restored_age),
+            fmt_f64(predicted(t, o)),
         ]);
     }
     let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
@@ -477,6 +493,13 @@ pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             LossSpec::PsNodes(k) => k.to_string(),
             LossSpec::Fraction(_) => String::new(),
         };
+        let accuracy = PredictionAccuracy::of(
+            units
+                .iter()
+                .zip(&outcomes)
+                .filter(|((q, _), _)| *q == pi)
+                .map(|(&(_, t), o)| (o.rework_iterations() as f64, predicted(t, o))),
+        );
         summary.push(vec![
             sc.meta.name.clone(),
             sc.series[p.series].name.clone(),
@@ -507,6 +530,8 @@ pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             fp,
             fixed,
             fmt_f64(ctx.criterion),
+            fmt_f64(accuracy.bounded_fraction),
+            fmt_f64(accuracy.median_ratio),
         ]);
     }
     let mut curve = Table::new(["run", "iteration", "metric"]);

@@ -444,6 +444,10 @@ impl Model for Mlr {
             .sum::<f64>()
             .sqrt()
     }
+
+    fn flat_params(&self) -> Option<&dyn super::FlatParams<MlrState>> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]

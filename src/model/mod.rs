@@ -6,14 +6,18 @@
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 
+pub mod flat;
 pub mod gradient;
 pub mod kernels;
 pub mod lda;
 pub mod mf;
 pub mod mlr;
 pub mod mlr_gradient;
+pub mod qp;
 pub mod quadratic;
 pub mod registry;
+
+pub use flat::FlatParams;
 
 pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};
 
@@ -116,6 +120,13 @@ pub trait Model: Send + Sync {
     /// stepping it. Default: a full clone.
     fn snapshot(&self, state: &Self::State) -> Self::State {
         state.clone()
+    }
+
+    /// Flat access to the real-valued parameters, for perturbations of the
+    /// whole parameter vector (random, adversarial, reduced precision).
+    /// Default: none (e.g. LDA's state is discrete token assignments).
+    fn flat_params(&self) -> Option<&dyn FlatParams<Self::State>> {
+        None
     }
 
     /// How many independent runs the engine should advance together with

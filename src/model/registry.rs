@@ -13,6 +13,7 @@ use super::Model;
 use super::lda::{Lda, LdaConfig, MAX_TOPICS};
 use super::mf::{Mf, MfConfig};
 use super::mlr::{Mlr, MlrConfig};
+use super::qp::{self, Qp, QpConfig};
 use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, ratings, synthetic};
 use crate::scenario::SourceText;
 
@@ -28,6 +29,13 @@ pub enum ModelSpec {
         batch_size: usize,
         /// Learning rate η on the batch-mean gradient.
         learning_rate: f64,
+    },
+    /// Gradient descent on the 4-D quadratic program of [`qp`] (SCAR Figure 3).
+    Qp {
+        /// Step size α (0 < α < 2/8).
+        step_size: f64,
+        /// Starting point x(0).
+        x0: [f64; qp::DIM],
     },
     /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
     Lda {
@@ -49,6 +57,16 @@ pub enum ModelSpec {
         /// λ > 0: ridge regularization of every row of L and column of R.
         regularization: f64,
     },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQp {
+    #[allow(dead_code)]
+    kind: String,
+    step_size: f64,
+    #[serde(default)]
+    x0: [f64; qp::DIM],
 }
 
 #[derive(Deserialize)]
@@ -83,7 +101,7 @@ struct RawMf {
 }
 
 /// The model kinds [`ModelSpec::parse`] accepts.
-const MODEL_KINDS: &str = "mlr, mf, lda";
+const MODEL_KINDS: &str = "mlr, mf, lda, qp";
 
 impl ModelSpec {
     /// Reads a scenario's `[model]` table (located at `span` in `src`).
@@ -126,6 +144,28 @@ impl ModelSpec {
                     dataset: raw.dataset,
                     batch_size: raw.batch_size,
                     learning_rate: raw.learning_rate,
+                })
+            }
+            "qp" => {
+                let raw: RawQp = RawQp::deserialize(value).map_err(bad)?;
+                if !(raw.step_size > 0.0 && raw.step_size < qp::MAX_STEP_SIZE) {
+                    return Err(src.error_at(
+                        span,
+                        "model.step_size",
+                        format!(
+                            "{} is outside (0, {}): gradient descent on the QP converges only for \
+                             0 < α < 2/λ_max = 2/8",
+                            raw.step_size,
+                            qp::MAX_STEP_SIZE
+                        ),
+                    ));
+                }
+                if raw.x0.iter().any(|v| !v.is_finite()) {
+                    return Err(src.error_at(span, "model.x0", "must be 4 finite numbers"));
+                }
+                Ok(ModelSpec::Qp {
+                    step_size: raw.step_size,
+                    x0: raw.x0,
                 })
             }
             "lda" => {
@@ -204,6 +244,7 @@ impl ModelSpec {
     pub fn kind_name(&self) -> &'static str {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
+            ModelSpec::Qp { .. } => "qp",
             ModelSpec::Lda { .. } => "lda",
             ModelSpec::Mf { .. } => "mf",
         }
@@ -213,6 +254,7 @@ impl ModelSpec {
     pub fn dataset(&self) -> DatasetName {
         match self {
             ModelSpec::Mlr { dataset, .. } => *dataset,
+            ModelSpec::Qp { .. } => DatasetName::None,
             ModelSpec::Lda { dataset, .. } => *dataset,
             ModelSpec::Mf { dataset, .. } => *dataset,
         }
@@ -274,6 +316,21 @@ pub fn build_and_visit<V: ModelVisitor>(
                     learning_rate: *learning_rate,
                 },
             );
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Qp { step_size, x0 } => {
+            let used = DataUsed {
+                dataset: DatasetName::None,
+                provenance: Provenance::Synthetic {
+                    description: "no data: the 4-D quadratic objective of src/model/qp.rs".into(),
+                    scale: 1.0,
+                },
+                size_ratio: 1.0,
+            };
+            let model = Qp::new(&QpConfig {
+                step_size: *step_size,
+                x0: *x0,
+            });
             Ok(visitor.visit(&model, &used))
         }
         ModelSpec::Lda {

@@ -8,6 +8,8 @@
 //! the name of a bundled scenario (see `scarsim list`).
 
 pub mod bundled;
+pub mod perturbation;
+pub mod precision;
 pub mod protocol;
 pub mod recovery;
 mod source;
@@ -17,6 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+pub use perturbation::PerturbationScenario;
+pub use precision::PrecisionScenario;
 pub use protocol::ProtocolScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
 pub use source::SourceText;
@@ -44,6 +48,10 @@ pub struct Meta {
 pub enum Scenario {
     /// SCAR partial-recovery and priority-checkpoint experiments.
     Recovery(RecoveryScenario),
+    /// SCAR iteration-cost experiments: perturbations against Theorem 1's bound.
+    Perturbation(PerturbationScenario),
+    /// Reduced precision: the error floor against the irreducible error c/(1−c)·Δ.
+    Precision(PrecisionScenario),
     /// Dutta et al. K-sync/K-batch-sync/K-async/K-batch-async SGD in wall-clock time.
     Protocol(ProtocolScenario),
 }
@@ -53,6 +61,14 @@ pub const KINDS: &[(&str, &str)] = &[
     (
         "recovery",
         "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
+    ),
+    (
+        "perturbation",
+        "SCAR iteration-cost trials: random, adversarial or reset perturbations against Theorem 1's bound",
+    ),
+    (
+        "precision",
+        "reduced precision: error floor of a p-bit mantissa against the irreducible error c/(1-c)·Δ",
     ),
     (
         "protocol",
@@ -65,6 +81,8 @@ impl Scenario {
     pub fn meta(&self) -> &Meta {
         match self {
             Scenario::Recovery(s) => &s.meta,
+            Scenario::Perturbation(s) => &s.meta,
+            Scenario::Precision(s) => &s.meta,
             Scenario::Protocol(s) => &s.meta,
         }
     }
@@ -77,6 +95,14 @@ impl Scenario {
     ) -> Result<()> {
         let meta = match self {
             Scenario::Recovery(s) => &mut s.meta,
+            Scenario::Perturbation(s) => &mut s.meta,
+            // Each mantissa width is one deterministic run: `--trials` does not apply.
+            Scenario::Precision(s) => {
+                if let Some(seed) = seed {
+                    s.meta.seed = seed;
+                }
+                return Ok(());
+            }
             Scenario::Protocol(s) => &mut s.meta,
         };
         if let Some(t) = trials {
@@ -148,6 +174,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
     };
     match kind.as_str() {
         "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
+        "perturbation" => Ok(Scenario::Perturbation(perturbation::parse(&src)?)),
+        "precision" => Ok(Scenario::Precision(precision::parse(&src)?)),
         "protocol" => Ok(Scenario::Protocol(protocol::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",

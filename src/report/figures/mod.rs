@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod recovery;
 pub mod render;
 pub mod results;
+pub mod theory;
 
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,8 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
         ("recovery", _) => Box::new(recovery::RecoverySweep),
         ("protocol", _) if protocol::is_training(r) => Box::new(protocol::ErrorRuntime),
         ("protocol", _) => Box::new(protocol::Runtime),
+        ("perturbation", _) => Box::new(theory::IterationCostBound),
+        ("precision", _) => Box::new(theory::PrecisionFloor),
         _ => Box::new(generic::Generic),
     }
 }

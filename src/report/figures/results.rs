@@ -53,7 +53,7 @@ impl DataLabel {
     /// "real MNIST", "synthetic stand-in for MNIST (scale 0.05)", …
     pub fn describe(&self) -> String {
         if self.dataset.as_deref() == Some("none") {
-            return "no dataset".to_string();
+            return "no dataset (objective defined in code)".to_string();
         }
         let name = self
             .dataset

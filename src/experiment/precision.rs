@@ -1,0 +1,392 @@
+//! Runs a `precision` scenario: gradient descent (or any model with flat
+//! parameters) whose state is stored with a p-bit mantissa (SCAR Example
+//! 2.1), i.e. a perturbation in every iteration (Example 3.3, Appendix B.1).
+//!
+//! In SCAR's notation (eq. 2), `y(k)` is the exact output of an iteration
+//! and the stored state is `y(k) + δ_k = round_p(y(k))`, so
+//! `y(k+1) = f(round_p(y(k)))` and `δ_k = round_p(y(k)) − y(k)`
+//! (y(0) = x(0)). Appendix B.1 bounds the error of `y(k)`:
+//! `‖y(k) − x*‖ ≤ c^k‖x(0) − x*‖ + c/(1−c)·Δ` when every ‖δ_k‖ ≤ Δ, so the
+//! floor is at most `c/(1−c)·Δ` once the transient `c^k‖x(0) − x*‖` has
+//! died out. A run records:
+//! - the **error floor**: max ‖y(k) − x*‖ over the last `tail` iterations
+//!   (and the same for the stored state, whose bound is one Δ higher,
+//!   Δ/(1−c));
+//! - Δ two ways: the paper's a-priori `2^{−(p−1)}·max_k‖y(k)‖` (Example
+//!   2.1) and the measured `max_k ‖δ_k‖`; the predicted floor is
+//!   `c/(1−c)·Δ` for each;
+//! - the iterations to ε and Appendix B.1's cost bound.
+//!
+//! The rounding is [`round_to_mantissa`] (round to nearest, ties to even).
+//! The model's own arithmetic is f64 (53 bits), whose rounding is a further
+//! perturbation of about 2^{−53}|y| per operation that the prediction does not
+//! count: at p close to 53 it is of the same size as the rounding studied.
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::reference::{ReferenceFacts, decode_records, reference};
+use super::units::{Driver, Records};
+use super::{Outcome, RawResult, RunOptions};
+use crate::data::{DataCache, DatasetName, Provenance};
+use crate::model::{DataUsed, IterCtx, Model, ModelVisitor, build_and_visit};
+use crate::report::{Table, fmt_f64};
+use crate::rng::{Purpose, stream_key};
+use crate::scenario::PrecisionScenario;
+use crate::theory::precision::round_all;
+use crate::theory::{
+    infinite_perturbation_cost_bound, irreducible_error, rounding_perturbation_bound,
+};
+
+/// Columns of `trials.csv` (one row per mantissa width p):
+/// - `mantissa_bits` (p), `iterations` (run length), `tail`.
+/// - `max_rounding_norm`: measured Δ = max_k ‖δ_k‖.
+/// - `predicted_delta`: Example 2.1's Δ = 2^{−(p−1)}·max_k ‖y(k)‖.
+/// - `error_floor`: max ‖y(k) − x*‖ over the last `tail` iterations;
+///   `stored_error_floor`: the same for the rounded state round_p(y(k)).
+/// - `predicted_floor`: c/(1−c)·predicted_delta (Appendix B.1);
+///   `predicted_floor_measured_delta`: c/(1−c)·max_rounding_norm;
+///   `transient`: c^{iterations−tail}·‖x(0) − x*‖, the part of the
+///   Appendix B.1 bound not yet decayed at the start of the tail.
+/// - `floor_within_prediction`: error_floor ≤ predicted_floor + transient.
+/// - `iterations_to_converge`: first k with metric(y(k)) ≤ ε (empty if never
+///   within the run); `iteration_cost`: that minus the unperturbed run's B;
+///   `cost_bound`: Appendix B.1's bound with predicted_delta (empty where
+///   the paper calls it uninformative, c/(1−c)Δ ≥ ε).
+/// - `rate` (c), `initial_distance`, `criterion` (ε), `baseline_iterations` (B).
+pub const TRIAL_COLUMNS: &[&str] = &[
+    "mantissa_bits",
+    "iterations",
+    "tail",
+    "max_rounding_norm",
+    "predicted_delta",
+    "error_floor",
+    "stored_error_floor",
+    "predicted_floor",
+    "predicted_floor_measured_delta",
+    "transient",
+    "floor_within_prediction",
+    "iterations_to_converge",
+    "iteration_cost",
+    "cost_bound",
+    "rate",
+    "initial_distance",
+    "criterion",
+    "baseline_iterations",
+];
+
+/// Columns of `summary.csv` (one row per p): `scenario, series, x_name`
+/// (`mantissa_bits`), `x` (p), `metric` (`error_floor`), `trials` (1),
+/// `mean` (the floor; `std` and the interval are empty: one deterministic
+/// run), `predicted_floor, predicted_floor_measured_delta,
+/// floor_within_prediction, iteration_cost, cost_bound, rate, rate_method,
+/// rate_analytic, model, dataset, data`.
+pub const SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "x_name",
+    "x",
+    "metric",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "predicted_floor",
+    "predicted_floor_measured_delta",
+    "floor_within_prediction",
+    "iteration_cost",
+    "cost_bound",
+    "rate",
+    "rate_method",
+    "rate_analytic",
+    "model",
+    "dataset",
+    "data",
+];
+
+/// Columns of `trace.csv`: `mantissa_bits, iteration, distance_to_optimum`
+/// (‖y(k) − x*‖) and `rounding_norm` (‖δ_k‖), at most 1,000 evenly spaced
+/// iterations per p.
+pub const TRACE_COLUMNS: &[&str] = &[
+    "mantissa_bits",
+    "iteration",
+    "distance_to_optimum",
+    "rounding_norm",
+];
+
+/// A readable name for every unit (one per mantissa width): `mantissa_bits=<p>`.
+pub fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
+    scenario
+        .precision
+        .mantissa_bits
+        .iter()
+        .map(|p| format!("mantissa_bits={p}"))
+        .collect()
+}
+
+/// Facts shared by all units of a run: the reference quantities and the
+/// unperturbed run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionContext {
+    /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
+    pub reference: ReferenceFacts,
+    /// Metric of x(k), k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub baseline_metrics: Vec<f64>,
+    /// ‖x(k) − x*‖, k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub distances: Vec<f64>,
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples used relative to the real dataset.
+    pub size_ratio: f64,
+}
+
+/// Runs the mantissa widths of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
+    scenario: &PrecisionScenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
+    build_and_visit(
+        &scenario.model,
+        cache,
+        &opts.data,
+        scenario.meta.seed,
+        Visitor { scenario, driver },
+    )?
+}
+
+struct Visitor<'a> {
+    scenario: &'a PrecisionScenario,
+    driver: &'a Driver<'a>,
+}
+
+/// One reduced-precision run (the record of a unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionRun {
+    /// p.
+    pub bits: u32,
+    /// Measured Δ = max_k ‖δ_k‖.
+    pub max_rounding: f64,
+    /// max_k ‖y(k)‖ (flat parameters).
+    pub max_state_norm: f64,
+    /// max ‖y(k) − x*‖ over the tail.
+    pub floor: f64,
+    /// max ‖round_p(y(k)) − x*‖ over the tail.
+    pub stored_floor: f64,
+    /// First k with metric(y(k)) ≤ ε.
+    pub converged_at: Option<usize>,
+    /// (k, ‖y(k) − x*‖, ‖δ_k‖) at evenly spaced k.
+    pub trace: Vec<(usize, f64, f64)>,
+}
+
+impl ModelVisitor for Visitor<'_> {
+    type Output = Result<RawResult>;
+
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
+        let sc = self.scenario;
+        let driver = self.driver;
+        let Some(flat) = model.flat_params() else {
+            bail!(
+                "reduced precision needs a model with real-valued parameters (qp, mlr); `{}` has none",
+                sc.model.kind_name()
+            );
+        };
+        let run_seed = stream_key(sc.meta.seed, Purpose::DataOrder, 0, 0);
+        let reference = reference(
+            model,
+            &sc.model,
+            sc.criterion,
+            sc.max_iterations,
+            &sc.theory,
+            data.size_ratio,
+            run_seed,
+        )?;
+        let spec = &sc.precision;
+        let n = flat.param_count();
+        let stride = spec.iterations.div_ceil(1000).max(1);
+        let (mine, todo) = driver.assign(&vec![1.0; spec.mantissa_bits.len()]);
+        let done: Vec<Option<(usize, serde_json::Value)>> = todo
+            .par_iter()
+            .map(|&u| -> Result<Option<(usize, serde_json::Value)>> {
+                if driver.cancelled() {
+                    return Ok(None);
+                }
+                let bits = spec.mantissa_bits[u];
+                let mut ws = model.workspace();
+                let mut params = vec![0.0; n];
+                let mut y = model.init();
+                let mut run = PrecisionRun {
+                    bits,
+                    max_rounding: 0.0,
+                    max_state_norm: 0.0,
+                    floor: 0.0,
+                    stored_floor: 0.0,
+                    converged_at: None,
+                    trace: Vec::new(),
+                };
+                let tail_start = spec.iterations - spec.tail;
+                for k in 0..spec.iterations {
+                    // y holds y(k), the exact output of the last iteration.
+                    let error = model.distance(&y, &reference.optimum);
+                    if run.converged_at.is_none()
+                        && model.metric(&y, &mut ws) <= reference.criterion
+                    {
+                        run.converged_at = Some(k);
+                    }
+                    flat.read_params(&y, &mut params);
+                    let norm = params.iter().map(|v| v * v).sum::<f64>().sqrt();
+                    run.max_state_norm = run.max_state_norm.max(norm);
+                    let exact = y.clone();
+                    round_all(&mut params, bits);
+                    flat.write_params(&mut y, &params);
+                    model.rebuild_derived(&mut y);
+                    let rounding = model.distance(&exact, &y);
+                    run.max_rounding = run.max_rounding.max(rounding);
+                    if k >= tail_start {
+                        run.floor = run.floor.max(error);
+                        run.stored_floor =
+                            run.stored_floor.max(model.distance(&y, &reference.optimum));
+                    }
+                    if k % stride == 0 {
+                        run.trace.push((k, error, rounding));
+                    }
+                    model.step(
+                        &mut y,
+                        IterCtx {
+                            iteration: k,
+                            run_seed,
+                        },
+                        &mut ws,
+                    );
+                }
+                let record = (u, serde_json::to_value(run)?);
+                driver.finished(std::slice::from_ref(&record))?;
+                Ok(Some(record))
+            })
+            .collect::<Result<_>>()?;
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in &mine {
+            if let Some(r) = driver.resumed().get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        let context = PrecisionContext {
+            reference: reference.facts(),
+            baseline_metrics: reference.baseline.metrics.clone(),
+            distances: reference.distances.clone(),
+            dataset: data.dataset,
+            provenance: data.provenance.clone(),
+            size_ratio: data.size_ratio,
+        };
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
+    }
+}
+
+/// Builds the output tables from the records of every unit.
+pub fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
+    let ctx: PrecisionContext = serde_json::from_value(raw.context.clone())
+        .context("malformed precision context (was it written by another version?)")?;
+    let runs: Vec<PrecisionRun> = decode_records(&unit_names(sc), raw)?;
+    let reference = &ctx.reference;
+    let spec = &sc.precision;
+    let c = reference.rate;
+    let r0 = reference.initial_distance;
+    let b = reference.baseline_iterations;
+    let transient = r0 * c.powf((spec.iterations - spec.tail) as f64);
+    let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
+    let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
+    let mut trace = Table::new(TRACE_COLUMNS.iter().copied());
+    for r in &runs {
+        let predicted_delta = rounding_perturbation_bound(r.bits, r.max_state_norm);
+        let predicted_floor = irreducible_error(c, predicted_delta);
+        let measured_floor = irreducible_error(c, r.max_rounding);
+        let within = r.floor <= predicted_floor + transient;
+        let cost = r.converged_at.map(|k| k as f64 - b as f64);
+        let cost_bound =
+            infinite_perturbation_cost_bound(c, predicted_delta, r0, reference.criterion);
+        let opt = |v: Option<f64>| v.map_or(String::new(), fmt_f64);
+        trials.push(vec![
+            r.bits.to_string(),
+            spec.iterations.to_string(),
+            spec.tail.to_string(),
+            fmt_f64(r.max_rounding),
+            fmt_f64(predicted_delta),
+            fmt_f64(r.floor),
+            fmt_f64(r.stored_floor),
+            fmt_f64(predicted_floor),
+            fmt_f64(measured_floor),
+            fmt_f64(transient),
+            within.to_string(),
+            r.converged_at.map_or(String::new(), |k| k.to_string()),
+            opt(cost),
+            opt(cost_bound),
+            fmt_f64(c),
+            fmt_f64(r0),
+            fmt_f64(reference.criterion),
+            b.to_string(),
+        ]);
+        summary.push(vec![
+            sc.meta.name.clone(),
+            "round-to-nearest".to_string(),
+            "mantissa_bits".to_string(),
+            r.bits.to_string(),
+            "error_floor".to_string(),
+            "1".to_string(),
+            fmt_f64(r.floor),
+            String::new(),
+            String::new(),
+            String::new(),
+            fmt_f64(predicted_floor),
+            fmt_f64(measured_floor),
+            within.to_string(),
+            opt(cost),
+            opt(cost_bound),
+            fmt_f64(c),
+            reference.rate_method.name().to_string(),
+            fmt_f64(reference.rate_analytic),
+            sc.model.kind_name().to_string(),
+            ctx.dataset.to_string(),
+            ctx.provenance.label().to_string(),
+        ]);
+        for &(k, d, rd) in &r.trace {
+            trace.push(vec![
+                r.bits.to_string(),
+                k.to_string(),
+                fmt_f64(d),
+                fmt_f64(rd),
+            ]);
+        }
+    }
+    let mut curve = Table::new(["iteration", "metric", "distance_to_optimum"]);
+    for (k, m) in ctx.baseline_metrics.iter().enumerate() {
+        curve.push(vec![k.to_string(), fmt_f64(*m), fmt_f64(ctx.distances[k])]);
+    }
+    Ok(Outcome {
+        summary,
+        trials,
+        extra: vec![
+            ("trace.csv".to_string(), trace),
+            ("baseline.csv".to_string(), curve),
+        ],
+        data: json!({
+            "dataset": ctx.dataset,
+            "provenance": ctx.provenance,
+            "size_ratio": ctx.size_ratio,
+        }),
+        details: reference.details(),
+    })
+}

@@ -1,0 +1,292 @@
+//! The reference quantities of SCAR's iteration-cost theory for one model
+//! run: the unperturbed run x(0), …, x(B) to ε, the estimated optimum x*,
+//! the distances ‖x(k) − x*‖, and the linear rate c (§3, Theorem 1).
+//! Shared by the `perturbation` and `precision` kinds.
+//!
+//! How each is obtained (the paper only says "c is determined empirically"):
+//! - ε: given, or set just below the metric of x(n−1) so that the unperturbed
+//!   run converges at iteration n ([`CriterionSpec`]).
+//! - x*: `optimum = "analytic"` uses the model's known optimum (QP: A⁻¹b,
+//!   exact in binary); `optimum_iterations = N` continues the unperturbed run
+//!   (same data order) to N iterations and takes x* := x(N) — for MLR the
+//!   model trained 20× longer than the run under study. (Continuing the QP
+//!   run stops ~1e-14 short of x*: the f64 arithmetic of a gradient step has
+//!   its own floor, which matters at p ≈ 52 in the precision kind.)
+//! - c: `max-ratio` (default) = max_k ‖x(k+1) − x*‖/‖x(k) − x*‖ over the
+//!   unperturbed run k = 0..B, the smallest c with which assumption (3)
+//!   holds at every measured step; `fitted` = e^slope of the least-squares
+//!   line through ln‖x(k) − x*‖ for k = 0..=B (the average rate; all three
+//!   are reported); `analytic` = the model's known rate (QP).
+//! - ‖x(0) − x*‖: the model's own norm ([`Model::distance`]) between x(0) and x*.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::RawResult;
+
+use crate::engine::{Baseline, Convergence, run_baseline};
+use crate::model::{IterCtx, Model, ModelSpec};
+use crate::scenario::perturbation::{
+    CriterionSpec, OptimumSpec, RateMethod, TheorySpec, analytic_optimum, analytic_rate,
+};
+use crate::theory::{PredictorTrack, fit_geometric_rate, max_ratio_rate};
+
+/// Relative margin of ε below metric(x(n−1)) for `unperturbed_iterations = n`.
+pub const CRITERION_MARGIN: f64 = 1e-9;
+
+/// The unperturbed run and the theory's reference quantities.
+pub struct Reference<S> {
+    /// x(0), …, x(B).
+    pub baseline: Baseline<S>,
+    /// ε as used.
+    pub criterion: f64,
+    /// The optimum x* (known, or estimated as x(N)).
+    pub optimum: S,
+    /// N, when x* = x(N) (None: the known optimum).
+    pub optimum_iterations: Option<usize>,
+    /// The metric of x*.
+    pub optimum_metric: f64,
+    /// ‖x(k) − x*‖ for k = 0..=B.
+    pub distances: Vec<f64>,
+    /// The least-squares rate over `distances`.
+    pub rate_fitted: f64,
+    /// The largest one-step ratio over `distances`.
+    pub rate_max_ratio: f64,
+    /// The model's known rate (NaN if none).
+    pub rate_analytic: f64,
+    /// The rate used in the bounds (per `theory.rate`).
+    pub rate: f64,
+    /// How `rate` was chosen.
+    pub rate_method: RateMethod,
+    /// ‖x(0) − x*‖.
+    pub initial_distance: f64,
+    /// The online predictor fed the unperturbed run.
+    pub predictor: PredictorTrack,
+}
+
+/// Runs the unperturbed run to ε, continues it to estimate x*, and
+/// estimates c (see the module docs). `size_ratio` scales a given ε for
+/// scaled-down stand-ins, as the recovery kind does.
+pub fn reference<M: Model>(
+    model: &M,
+    spec: &ModelSpec,
+    criterion: CriterionSpec,
+    max_iterations: usize,
+    theory: &TheorySpec,
+    size_ratio: f64,
+    run_seed: u64,
+) -> Result<Reference<M::State>> {
+    let mut ws = model.workspace();
+    let epsilon = match criterion {
+        CriterionSpec::Value(e) => e * size_ratio,
+        CriterionSpec::UnperturbedIterations(n) => {
+            let mut s = model.init();
+            for k in 0..n - 1 {
+                model.step(
+                    &mut s,
+                    IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    &mut ws,
+                );
+            }
+            let m = model.metric(&s, &mut ws);
+            if !(m.is_finite() && m > 0.0) {
+                bail!(
+                    "cannot set ε from the unperturbed run: the metric of x({}) is {m}",
+                    n - 1
+                );
+            }
+            m * (1.0 - CRITERION_MARGIN)
+        }
+    };
+    let baseline = run_baseline(
+        model,
+        &Convergence {
+            criterion: epsilon,
+            max_iterations,
+        },
+        run_seed,
+    )?;
+    let b = baseline.iterations();
+    let optimum = match theory.optimum {
+        OptimumSpec::LongRun { iterations: n } => {
+            if n <= b {
+                bail!(
+                    "theory.optimum_iterations = {n} must exceed the {b} iterations the unperturbed run \
+                     needs: x* is estimated by running well past convergence"
+                );
+            }
+            let mut optimum = baseline.states[b].clone();
+            model.rebuild_derived(&mut optimum);
+            for k in b..n {
+                model.step(
+                    &mut optimum,
+                    IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    &mut ws,
+                );
+            }
+            optimum
+        }
+        OptimumSpec::Analytic => {
+            let (Some(values), Some(flat)) = (analytic_optimum(spec), model.flat_params()) else {
+                bail!("`{}` has no known optimum", spec.kind_name());
+            };
+            let mut optimum = model.init();
+            flat.write_params(&mut optimum, &values);
+            model.rebuild_derived(&mut optimum);
+            optimum
+        }
+    };
+    let optimum_iterations = match theory.optimum {
+        OptimumSpec::LongRun { iterations } => Some(iterations),
+        OptimumSpec::Analytic => None,
+    };
+    let optimum_metric = model.metric(&optimum, &mut ws);
+    let distances: Vec<f64> = baseline
+        .states
+        .iter()
+        .map(|s| model.distance(s, &optimum))
+        .collect();
+    let initial_distance = distances[0];
+    if !(initial_distance > 0.0 && initial_distance.is_finite()) {
+        bail!("‖x(0) − x*‖ = {initial_distance}: the run starts at its estimated optimum");
+    }
+    let rate_fitted = fit_geometric_rate(&distances).map_or(f64::NAN, |f| f.rate);
+    let rate_max_ratio = max_ratio_rate(&distances).unwrap_or(f64::NAN);
+    let rate_analytic = analytic_rate(spec).unwrap_or(f64::NAN);
+    let rate = match theory.rate {
+        RateMethod::Fitted => rate_fitted,
+        RateMethod::MaxRatio => rate_max_ratio,
+        RateMethod::Analytic => rate_analytic,
+    };
+    if !(rate > 0.0 && rate < 1.0) {
+        bail!(
+            "the {} rate c = {rate} is not in (0, 1): the unperturbed run does not contract towards \
+             the estimated optimum over its {b} iterations (fitted {rate_fitted}, max-ratio {rate_max_ratio}); \
+             Theorem 1 needs 0 < c < 1 — estimate x* from a longer run or choose another theory.rate",
+            theory.rate.name()
+        );
+    }
+    let predictor = PredictorTrack::from_states(model, &baseline.states);
+    Ok(Reference {
+        baseline,
+        criterion: epsilon,
+        optimum,
+        optimum_iterations,
+        optimum_metric,
+        distances,
+        rate_fitted,
+        rate_max_ratio,
+        rate_analytic,
+        rate,
+        rate_method: theory.rate,
+        initial_distance,
+        predictor,
+    })
+}
+
+impl<S> Reference<S> {
+    /// B: iterations the unperturbed run needs.
+    pub fn baseline_iterations(&self) -> usize {
+        self.baseline.iterations()
+    }
+
+    /// The scalar facts, without the states (what a run's context keeps).
+    pub fn facts(&self) -> ReferenceFacts {
+        ReferenceFacts {
+            criterion: self.criterion,
+            baseline_iterations: self.baseline_iterations(),
+            baseline_final_metric: self.baseline.final_metric(),
+            optimum_iterations: self.optimum_iterations,
+            optimum_metric: self.optimum_metric,
+            initial_distance: self.initial_distance,
+            rate: self.rate,
+            rate_method: self.rate_method,
+            rate_fitted: self.rate_fitted,
+            rate_max_ratio: self.rate_max_ratio,
+            rate_analytic: self.rate_analytic,
+        }
+    }
+}
+
+/// The scalar reference quantities of a run (see the module docs), as the
+/// context of a sharded or resumed run stores them. NaN fields (a rate
+/// that does not exist) are written as JSON `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceFacts {
+    /// ε as used.
+    pub criterion: f64,
+    /// B.
+    pub baseline_iterations: usize,
+    /// Metric of x(B).
+    pub baseline_final_metric: f64,
+    /// N, when x* = x(N) (None: the known optimum).
+    pub optimum_iterations: Option<usize>,
+    /// The metric of x*.
+    pub optimum_metric: f64,
+    /// ‖x(0) − x*‖.
+    pub initial_distance: f64,
+    /// The rate used in the bounds.
+    pub rate: f64,
+    /// How `rate` was chosen.
+    pub rate_method: RateMethod,
+    /// The least-squares rate.
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_fitted: f64,
+    /// The largest one-step ratio.
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_max_ratio: f64,
+    /// The model's known rate (NaN if none).
+    #[serde(with = "crate::report::json_f64")]
+    pub rate_analytic: f64,
+}
+
+impl ReferenceFacts {
+    /// The reference facts for a manifest.
+    pub fn details(&self) -> serde_json::Value {
+        serde_json::json!({
+            "criterion_used": self.criterion,
+            "baseline_iterations": self.baseline_iterations,
+            "baseline_final_metric": self.baseline_final_metric,
+            "optimum": if self.optimum_iterations.is_some() { "long-run" } else { "analytic" },
+            "optimum_iterations": self.optimum_iterations,
+            "optimum_metric": self.optimum_metric,
+            "initial_distance": self.initial_distance,
+            "rate": self.rate,
+            "rate_method": self.rate_method.name(),
+            "rate_fitted": if self.rate_fitted.is_nan() { None } else { Some(self.rate_fitted) },
+            "rate_max_ratio": if self.rate_max_ratio.is_nan() { None } else { Some(self.rate_max_ratio) },
+            "rate_analytic": if self.rate_analytic.is_nan() { None } else { Some(self.rate_analytic) },
+        })
+    }
+}
+
+/// The records of every unit of a run, decoded, in unit order; `names` are
+/// the units' readable names (for the error when some are missing).
+pub fn decode_records<T: serde::de::DeserializeOwned>(
+    names: &[String],
+    raw: &RawResult,
+) -> Result<Vec<T>> {
+    let n = names.len();
+    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
+        bail!(
+            "{} of {n} units have no result, e.g. {}",
+            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
+            names[missing]
+        );
+    }
+    if let Some(extra) = raw.records.keys().find(|&&u| u >= n) {
+        bail!("unit {extra} does not exist in this scenario ({n} units)");
+    }
+    (0..n)
+        .map(|u| {
+            serde_json::from_value(raw.records[&u].clone())
+                .with_context(|| format!("malformed record of unit {u} ({})", names[u]))
+        })
+        .collect()
+}

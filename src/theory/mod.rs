@@ -1,0 +1,23 @@
+//! The iteration-cost theory of SCAR §3 and Appendix B, as code.
+//!
+//! - [`bound`]: Theorem 1's bound on the iteration cost of perturbations,
+//!   Δ_T, the unperturbed iteration count T(x, ε), and the irreducible error
+//!   and cost bound of perturbations in every iteration (Example 3.3,
+//!   Appendix B.1).
+//! - [`rate`]: estimating the linear rate c of assumption (3) from a run.
+//! - [`precision`]: rounding to a p-bit mantissa (Example 2.1).
+//! - [`predictor`]: the online iteration-cost predictor the paper proposes as
+//!   future work (§6): estimate c and ‖x(0) − x*‖ from the iterates while
+//!   training runs, and predict the cost of a perturbation before it happens.
+
+pub mod bound;
+pub mod precision;
+pub mod predictor;
+pub mod rate;
+
+pub use bound::{
+    DeltaT, infinite_perturbation_cost_bound, irreducible_error, iteration_cost_bound,
+    rounding_perturbation_bound, unperturbed_iterations_bound,
+};
+pub use predictor::{OnlinePredictor, PredictionAccuracy, PredictorTrack, RecoveryPredictor};
+pub use rate::{LogLinearSums, RateFit, fit_geometric_rate, max_ratio_rate};
