@@ -6,6 +6,7 @@
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 
+pub mod cnn;
 pub mod mlr;
 pub mod registry;
 

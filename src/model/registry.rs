@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
+use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
 use super::mlr::{Mlr, MlrConfig};
 use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
 use crate::scenario::SourceText;
@@ -27,6 +28,25 @@ pub enum ModelSpec {
         /// Learning rate η on the batch-mean gradient.
         learning_rate: f64,
     },
+    /// LeNet-5-style CNN trained by Adam ([`Cnn`]).
+    Cnn {
+        /// `mnist`.
+        dataset: DatasetName,
+        /// By-layer or by-shard blocks.
+        partitioning: Partitioning,
+        /// Minibatch size b (not scaled for stand-ins).
+        batch_size: usize,
+        /// Adam step size α.
+        learning_rate: f64,
+        /// Adam β1.
+        beta1: f64,
+        /// Adam β2.
+        beta2: f64,
+        /// Adam ε.
+        epsilon: f64,
+        /// The convergence metric.
+        metric: CnnMetric,
+    },
 }
 
 #[derive(Deserialize)]
@@ -37,6 +57,47 @@ struct RawMlr {
     dataset: DatasetName,
     batch_size: usize,
     learning_rate: f64,
+}
+
+/// `partitioning` as written in a `[model]` table.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawPartitioning {
+    ByLayer,
+    ByShard,
+}
+
+/// Appendix D's Adam settings, the defaults of a `cnn` model.
+const ADAM_BETA1: f64 = 0.9;
+const ADAM_BETA2: f64 = 0.999;
+const ADAM_EPSILON: f64 = 1e-8;
+/// Default S of by-shard partitioning: one shard per PS node of the default
+/// 8-node cluster, so a tensor can be spread over every node.
+const DEFAULT_SHARDS: usize = 8;
+/// `metric` as written in a `[model]` table.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawCnnMetric {
+    RunningMean,
+    Subset,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCnn {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    partitioning: RawPartitioning,
+    shards: Option<usize>,
+    batch_size: usize,
+    learning_rate: f64,
+    beta1: Option<f64>,
+    beta2: Option<f64>,
+    epsilon: Option<f64>,
+    metric: RawCnnMetric,
+    window: Option<usize>,
+    eval_examples: Option<usize>,
 }
 
 impl ModelSpec {
@@ -78,10 +139,86 @@ impl ModelSpec {
                     learning_rate: raw.learning_rate,
                 })
             }
+            "cnn" => {
+                let raw: RawCnn = RawCnn::deserialize(value).map_err(bad)?;
+                if raw.dataset != DatasetName::Mnist {
+                    return Err(src.error_at(span, "model.dataset", "cnn trains on `mnist`"));
+                }
+                let partitioning = match (raw.partitioning, raw.shards) {
+                    (RawPartitioning::ByLayer, None) => Partitioning::ByLayer,
+                    (RawPartitioning::ByLayer, Some(_)) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.shards",
+                            "applies only to partitioning = \"by-shard\"",
+                        ));
+                    }
+                    (RawPartitioning::ByShard, s) => {
+                        let shards = s.unwrap_or(DEFAULT_SHARDS);
+                        if shards == 0 {
+                            return Err(src.error_at(span, "model.shards", "must be at least 1"));
+                        }
+                        Partitioning::ByShard { shards }
+                    }
+                };
+                if raw.batch_size == 0 {
+                    return Err(src.error_at(span, "model.batch_size", "must be at least 1"));
+                }
+                let positive = |name: &str, v: f64| {
+                    if v > 0.0 && v.is_finite() {
+                        Ok(v)
+                    } else {
+                        Err(src.error_at(
+                            span.clone(),
+                            name,
+                            format!("{v} must be a positive number"),
+                        ))
+                    }
+                };
+                let beta = |name: &str, v: f64| {
+                    if (0.0..1.0).contains(&v) {
+                        Ok(v)
+                    } else {
+                        Err(src.error_at(span.clone(), name, format!("{v} must be in [0, 1)")))
+                    }
+                };
+                let metric = match (raw.metric, raw.window, raw.eval_examples) {
+                    (RawCnnMetric::RunningMean, Some(window), None) if window >= 1 => {
+                        CnnMetric::RunningMean { window }
+                    }
+                    (RawCnnMetric::Subset, None, Some(examples)) if examples >= 1 => {
+                        CnnMetric::Subset { examples }
+                    }
+                    (RawCnnMetric::RunningMean, _, _) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.window",
+                            "metric = \"running-mean\" needs `window` (minibatches averaged, at least 1) and no `eval_examples`",
+                        ));
+                    }
+                    (RawCnnMetric::Subset, _, _) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.eval_examples",
+                            "metric = \"subset\" needs `eval_examples` (images, at least 1) and no `window`",
+                        ));
+                    }
+                };
+                Ok(ModelSpec::Cnn {
+                    dataset: raw.dataset,
+                    partitioning,
+                    batch_size: raw.batch_size,
+                    learning_rate: positive("model.learning_rate", raw.learning_rate)?,
+                    beta1: beta("model.beta1", raw.beta1.unwrap_or(ADAM_BETA1))?,
+                    beta2: beta("model.beta2", raw.beta2.unwrap_or(ADAM_BETA2))?,
+                    epsilon: positive("model.epsilon", raw.epsilon.unwrap_or(ADAM_EPSILON))?,
+                    metric,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr"),
+                format!("unknown model `{other}`; expected one of: mlr, cnn"),
             )),
         }
     }
@@ -90,13 +227,14 @@ impl ModelSpec {
     pub fn kind_name(&self) -> &'static str {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
+            ModelSpec::Cnn { .. } => "cnn",
         }
     }
 
     /// The dataset the model trains on.
     pub fn dataset(&self) -> DatasetName {
         match self {
-            ModelSpec::Mlr { dataset, .. } => *dataset,
+            ModelSpec::Mlr { dataset, .. } | ModelSpec::Cnn { dataset, .. } => *dataset,
         }
     }
 }
@@ -111,6 +249,8 @@ pub struct DataUsed {
     /// Examples in the data used divided by examples in the real dataset
     /// (1 for real data). Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
+    /// Models whose criterion is a per-example mean and whose minibatch is
+    /// not scaled (the CNN) report 1, so that nothing is scaled.
     pub size_ratio: f64,
 }
 
@@ -155,6 +295,39 @@ pub fn build_and_visit<V: ModelVisitor>(
                     learning_rate: *learning_rate,
                 },
             );
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Cnn {
+            dataset,
+            partitioning,
+            batch_size,
+            learning_rate,
+            beta1,
+            beta2,
+            epsilon,
+            metric,
+        } => {
+            let data = cache.classification(*dataset, opts, seed)?;
+            // The CNN's criterion is a per-example mean and its minibatch is
+            // fixed, so nothing is scaled on a smaller stand-in.
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: 1.0,
+            };
+            let model = Cnn::new(
+                data,
+                &CnnConfig {
+                    partitioning: *partitioning,
+                    batch_size: *batch_size,
+                    learning_rate: *learning_rate,
+                    beta1: *beta1,
+                    beta2: *beta2,
+                    epsilon: *epsilon,
+                    metric: *metric,
+                    seed,
+                },
+            )?;
             Ok(visitor.visit(&model, &used))
         }
     }
