@@ -115,6 +115,42 @@ fn cnn_scenario_runs_on_the_stand_in_for_both_partitionings() {
 }
 
 #[test]
+fn cnn_results_are_byte_identical_on_one_and_two_threads() {
+    let dir = tmpdir("cnn-threads");
+    let text = small_cnn(
+        "cnn",
+        "partitioning = \"by-shard\"\nmetric = \"running-mean\"\nwindow = 10",
+    )
+    .replace("lost_fraction = [0.5, 1.0]", "lost_fraction = [0.25]");
+    std::fs::write(dir.join("s.toml"), text).unwrap();
+    for threads in ["1", "2"] {
+        let o = scarsim(
+            &dir,
+            &[
+                "run",
+                "s.toml",
+                "--synthetic",
+                "--scale",
+                "0.02",
+                "--threads",
+                threads,
+                "--out",
+                threads,
+                "--quiet",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("1/cnn").join(f)).unwrap(),
+            std::fs::read(dir.join("2/cnn").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
 fn bundled_cnn_scenarios_are_listed_with_their_panels() {
     let dir = tmpdir("cnn-list");
     let o = scarsim(&dir, &["list"]);

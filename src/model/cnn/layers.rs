@@ -61,7 +61,7 @@ impl Scalar for f64 {
 /// optionally transposed (`b_t`: the slice holds `bᵀ`, shape `(n, k)`) and
 /// `a` optionally transposed (`a_t`: the slice holds `aᵀ`, shape `(k, m)`).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub fn gemm<T: Scalar>(
     m: usize,
     k: usize,
@@ -129,6 +129,7 @@ impl ConvShape {
 
 /// im2col: `cols[(img, oh, ow), (kh, kw, ci)] = x[img, oh + kh, ow + kw, ci]`
 /// for `n` images; `cols` has `n·positions` rows of `taps` values.
+#[inline(always)]
 pub fn im2col<T: Scalar>(s: &ConvShape, x: &[T], n: usize, cols: &mut [T]) {
     let (side, cin, k, o) = (s.side, s.cin, s.k, s.out_side());
     let run = k * cin; // one kernel row: k pixels × cin channels, contiguous in x
@@ -150,7 +151,7 @@ pub fn im2col<T: Scalar>(s: &ConvShape, x: &[T], n: usize, cols: &mut [T]) {
 }
 
 /// `y[r, :] += b` for each of the `rows` rows of width `b.len()`.
-#[inline]
+#[inline(always)]
 pub fn add_bias<T: Scalar>(y: &mut [T], rows: usize, b: &[T]) {
     let w = b.len();
     for r in y[..rows * w].chunks_exact_mut(w) {
@@ -161,7 +162,7 @@ pub fn add_bias<T: Scalar>(y: &mut [T], rows: usize, b: &[T]) {
 }
 
 /// `db = Σ_r dy[r, :]` (overwrites `db`).
-#[inline]
+#[inline(always)]
 pub fn bias_grad<T: Scalar>(dy: &[T], rows: usize, db: &mut [T]) {
     let w = db.len();
     db.fill(T::zero());
@@ -174,7 +175,7 @@ pub fn bias_grad<T: Scalar>(dy: &[T], rows: usize, db: &mut [T]) {
 
 /// Fully connected (or convolution-as-GEMM) forward pass:
 /// `y (rows×out) = x (rows×in) · Wᵀ + b` with `W` stored `(out, in)`.
-#[inline]
+#[inline(always)]
 pub fn linear_forward<T: Scalar>(x: &[T], rows: usize, w: &[T], b: &[T], y: &mut [T]) {
     let out = b.len();
     let inp = w.len() / out;
@@ -184,7 +185,7 @@ pub fn linear_forward<T: Scalar>(x: &[T], rows: usize, w: &[T], b: &[T], y: &mut
 
 /// Backward pass of [`linear_forward`]: `dW = dyᵀ · x`, `db = Σ dy` and, if
 /// `dx` is given, `dx = dy · W`.
-#[inline]
+#[inline(always)]
 pub fn linear_backward<T: Scalar>(
     x: &[T],
     rows: usize,
@@ -204,7 +205,7 @@ pub fn linear_backward<T: Scalar>(
 }
 
 /// ReLU in place.
-#[inline]
+#[inline(always)]
 pub fn relu<T: Scalar>(a: &mut [T]) {
     let z = T::zero();
     for v in a {
@@ -216,7 +217,7 @@ pub fn relu<T: Scalar>(a: &mut [T]) {
 
 /// ReLU backward in place: `d[i] = 0` where the activation `a[i]` (after
 /// ReLU) is not positive.
-#[inline]
+#[inline(always)]
 pub fn relu_backward<T: Scalar>(a: &[T], d: &mut [T]) {
     let z = T::zero();
     for (g, &v) in d.iter_mut().zip(a) {
@@ -230,6 +231,7 @@ pub fn relu_backward<T: Scalar>(a: &[T], d: &mut [T]) {
 /// with `cout` kernels of `K × K` (weights `(out, kh, kw)`), writing the
 /// pre-activations planar (`n × cout × o × o`, `o = side − K + 1`) into `y`.
 /// `O` must equal `o`: the row accumulator lives in registers.
+#[inline(always)]
 pub fn conv_single_channel<T: Scalar, const K: usize, const O: usize>(
     x: &[T],
     n: usize,
@@ -281,6 +283,7 @@ fn max4<T: Scalar>(x: &[T], i: [usize; 4]) -> (T, usize) {
 /// side` pre-activations), writing NHWC output `y` (`n × side/2 × side/2 ×
 /// c`) = relu(window maximum) and in `arg` the index into `x` of each
 /// window's maximum (first in row-major window order on ties).
+#[inline(always)]
 pub fn pool_relu_planar_to_nhwc<T: Scalar>(
     x: &[T],
     n: usize,
@@ -310,6 +313,7 @@ pub fn pool_relu_planar_to_nhwc<T: Scalar>(
 /// Fused ReLU and 2×2/stride-2 max pooling of NHWC input (`n × side × side ×
 /// c` pre-activations) into NHWC output; `arg` as in
 /// [`pool_relu_planar_to_nhwc`].
+#[inline(always)]
 pub fn pool_relu_nhwc<T: Scalar>(
     x: &[T],
     n: usize,
@@ -344,6 +348,7 @@ pub fn pool_relu_nhwc<T: Scalar>(
 /// output side `O`). Only windows whose pooled value is positive pass a
 /// gradient, to their maximum. Overwrites `dw`, `db`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn conv_single_channel_backward<T: Scalar, const K: usize, const O: usize>(
     x: &[T],
     n: usize,
@@ -396,6 +401,7 @@ pub fn conv_single_channel_backward<T: Scalar, const K: usize, const O: usize>(
 /// of the forward pass) and the gradient `dx` with respect to the
 /// convolution's NHWC input. Overwrites `dw`, `db` and `dx`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn conv_im2col_backward<T: Scalar>(
     s: &ConvShape,
     n: usize,
@@ -446,6 +452,7 @@ pub fn conv_im2col_backward<T: Scalar>(
 /// summed loss Σ_i (log Σ_c exp z_ic − z_i,y_i) in `f64`; if `delta` is
 /// given, writes `scale · (softmax(z_i) − e_{y_i})` into it (the gradient of
 /// `scale ×` the summed loss with respect to the logits).
+#[inline(always)]
 pub fn softmax_cross_entropy<T: Scalar>(
     z: &[T],
     rows: usize,

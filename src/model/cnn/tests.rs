@@ -343,3 +343,25 @@ fn running_mean_metric_averages_the_last_window_of_minibatch_losses() {
     assert_eq!(s.losses, before);
     assert_eq!(m.eval_examples(), 0);
 }
+
+#[test]
+fn vectorised_build_matches_the_portable_build_bit_for_bit() {
+    // `Net::gradient` dispatches to the AVX2 build when the CPU has it; the
+    // portable body must give the same bits, so results do not depend on
+    // the machine's vector width.
+    let arch = Arch::new(28, 10).unwrap();
+    let n = 16;
+    let (w, x, y) = random_problem(&arch, n, 4);
+    let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let mut a: Net<f32> = Net::new(&arch, n);
+    let mut b: Net<f32> = Net::new(&arch, n);
+    for (d, &s) in a.input.iter_mut().zip(&x) {
+        *d = s as f32;
+    }
+    b.input.copy_from_slice(&a.input);
+    let (mut ga, mut gb) = (vec![0f32; w.len()], vec![0f32; w.len()]);
+    let la = a.gradient(&w, n, &y, &mut ga);
+    let lb = b.gradient_impl(&w, n, &y, &mut gb);
+    assert_eq!(la.to_bits(), lb.to_bits());
+    assert!(ga.iter().zip(&gb).all(|(p, q)| p.to_bits() == q.to_bits()));
+}
