@@ -28,6 +28,20 @@ pub enum Command {
         #[arg(required = true)]
         scenarios: Vec<String>,
     },
+    /// Combine the results of the shards of a sharded run (`run --shard i/n`)
+    /// into exactly the files one unsharded run writes.
+    Merge {
+        /// Shard result folders (`<out>/<scenario>.shard-<i>-of-<n>`).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Output folder; results go to <OUT>/<scenario name>/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+    /// Draw the figures of results folders as SVG and PNG next to their CSV.
+    Plot(PlotArgs),
+    /// Run every bundled scenario, draw every figure and write REPORT.md.
+    Reproduce(ReproduceArgs),
     /// Print the unperturbed run's metric at every iteration (for calibrating criteria).
     Baseline {
         /// Scenario file or bundled scenario name.
@@ -62,10 +76,71 @@ pub struct RunArgs {
     /// No progress bar or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run only shard INDEX of COUNT (0-based), balanced by expected cost,
+    /// into <OUT>/<scenario>.shard-<INDEX>-of-<COUNT>/; combine shards with
+    /// `scarsim merge`. INDEX may be `env`: read from SLURM_ARRAY_TASK_ID or
+    /// JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<String>,
+    /// Continue an interrupted run: skip the units already in its journal.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the plan (units, estimated time and memory) without running it.
+    #[arg(long)]
+    pub plan: bool,
+    /// Do not draw the figures after the run (`scarsim plot` draws them later).
+    #[arg(long)]
+    pub no_plot: bool,
     /// Re-run each trial from iteration 0 instead of forking it from the
     /// unperturbed run (same results, slower; for benchmarking).
     #[arg(long, hide = true)]
     pub rerun: bool,
+}
+
+/// Options of `scarsim plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Results folders (each with summary.csv and manifest.json), or folders
+    /// holding them (e.g. `results`).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Also assemble the figures into one multi-panel figure NAME.svg and
+    /// NAME.png (in the paper's layout when they are panels of one paper figure).
+    #[arg(long, value_name = "NAME")]
+    pub grid: Option<String>,
+    /// Folder for the --grid figure (default: the parent of the first results folder).
+    #[arg(long, requires = "grid")]
+    pub out: Option<PathBuf>,
+}
+
+/// Options of `scarsim reproduce`.
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// A few minutes on 2 cores: 10 trials per point, stand-ins at 5% of the real size.
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder laid out like ../shared/data; scenarios whose dataset files are
+    /// missing there run on the synthetic stand-ins.
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Use the synthetic stand-ins even where real data is present.
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Output folder: a subfolder per scenario, the paper's multi-panel figures and REPORT.md.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Trials per point (overrides the scenarios' and --quick's).
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Size of the stand-ins relative to the real datasets (default 1; 0.05 with --quick).
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bars or per-scenario messages.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Data options shared by the subcommands that train.

@@ -1,17 +1,21 @@
 //! The subcommands: resolve raw arguments into options, then call the library.
 
 use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, DataArgs, RunArgs};
+use crate::cli::{Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
-use crate::engine::{Convergence, ForkMode};
-use crate::experiment::{self, RunOptions};
+use crate::engine::ForkMode;
+use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
+use crate::experiment::units::{self, CANCEL, Journal, Records, Shard};
+use crate::experiment::{self, RawResult, RunFacts, RunOptions};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::report::Table;
+use crate::report::{Table, figures};
+use crate::reproduce::{self, ReproduceOptions};
 use crate::scenario::{self, Scenario, bundled};
 
 /// Runs the subcommand `cli` asks for.
@@ -20,6 +24,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Run(args) => run(args),
         Command::List => list(),
         Command::Validate { scenarios } => validate(&scenarios),
+        Command::Merge { shards, out } => merge(&shards, &out),
+        Command::Plot(args) => plot(args),
+        Command::Reproduce(args) => reproduce(args),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
     }
 }
@@ -38,12 +45,28 @@ fn data_options(args: &DataArgs) -> Result<DataOptions> {
     })
 }
 
+fn install_ctrl_c() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if CANCEL.swap(true, Ordering::SeqCst) {
+                eprintln!("\nstopping now");
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\nstopping: finished units are kept in the journal (Ctrl-C again to quit at once)"
+            );
+        });
+    });
+}
+
 fn run(args: RunArgs) -> Result<()> {
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let opts = RunOptions {
         data: data_options(&args.data)?,
         out_dir: args.out.clone(),
@@ -80,27 +103,363 @@ fn run(args: RunArgs) -> Result<()> {
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))?;
     let cache = DataCache::new();
+    if args.plan {
+        for (sc, _, _) in &loaded {
+            pool.install(|| plan(sc, &opts, &cache, shard))?;
+        }
+        return Ok(());
+    }
+    install_ctrl_c();
     for (sc, origin, text) in &loaded {
+        let name = &sc.meta().name;
         let units = experiment::unit_count(sc) as u64;
-        let bar = progress_bar(units, args.quiet, &sc.meta().name);
-        let started = Instant::now();
-        let dir =
-            pool.install(|| experiment::run_and_write(sc, origin, text, &opts, &cache, &bar))?;
+        let bar = progress_bar(units, args.quiet, name);
+        let log = |line: &str| {
+            if !args.quiet {
+                bar.suspend(|| eprintln!("{name}: {line}"));
+            }
+        };
+        let exec = Execution {
+            shard,
+            resume: args.resume,
+            cancel: &CANCEL,
+            log: &log,
+        };
+        let done = pool.install(|| execute::execute(sc, origin, text, &opts, &cache, &bar, &exec));
         bar.finish_and_clear();
-        if !args.quiet {
-            eprintln!(
-                "{}: {} trials in {:.1} s -> {}",
-                sc.meta().name,
+        match done? {
+            Executed::Shard {
+                dir,
                 units,
-                started.elapsed().as_secs_f64(),
-                dir.display()
-            );
-            print_summary(&dir.join("summary.csv"))?;
+                seconds,
+            } => {
+                if !args.quiet {
+                    let s = shard.expect("a shard run");
+                    eprintln!(
+                        "{name}: shard {}/{}: {units} units in {seconds:.1} s -> {}",
+                        s.index,
+                        s.count,
+                        dir.display()
+                    );
+                }
+            }
+            Executed::Results { dir, seconds } => {
+                if !args.quiet {
+                    eprintln!(
+                        "{name}: {units} trials in {seconds:.1} s -> {}",
+                        dir.display()
+                    );
+                    print_summary(&dir.join("summary.csv"))?;
+                }
+                if !args.no_plot {
+                    let files = figures::draw_results(&dir).with_context(|| {
+                        format!(
+                            "the results are in {}, but drawing their figure failed",
+                            dir.display()
+                        )
+                    })?;
+                    if !args.quiet {
+                        eprintln!("  figure: {}", files[1].display());
+                    }
+                }
+            }
         }
     }
     Ok(())
 }
 
+fn plot(args: PlotArgs) -> Result<()> {
+    let mut dirs = Vec::new();
+    for d in &args.dirs {
+        dirs.extend(figures::expand_results_dirs(d)?);
+    }
+    let mut loaded = Vec::new();
+    for d in &dirs {
+        let r = figures::Results::load(d)?;
+        for f in figures::draw_loaded(&r)? {
+            println!("{}", f.display());
+        }
+        loaded.push(r);
+    }
+    if let Some(name) = &args.grid {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !name.starts_with('.');
+        if !ok {
+            bail!("--grid {name:?}: use letters, digits, '-', '_' and '.' (it names the files)");
+        }
+        let out = match &args.out {
+            Some(o) => o.clone(),
+            None => dirs[0]
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default(),
+        };
+        let rs: Vec<&figures::Results> = loaded.iter().collect();
+        let grid = figures::grid(&rs, None)?;
+        for f in figures::write_picture(&out, name, figures::Picture::Grid(&grid))? {
+            println!("{}", f.display());
+        }
+    }
+    Ok(())
+}
+
+fn reproduce(args: ReproduceArgs) -> Result<()> {
+    let threads = match args.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let opts = ReproduceOptions {
+        quick: args.quick,
+        data_dir: args.data_dir,
+        synthetic: args.synthetic,
+        out_dir: args.out,
+        trials: args.trials,
+        scale: args.scale,
+        threads,
+    };
+    let quiet = args.quiet;
+    let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
+    let log = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    install_ctrl_c();
+    let done = reproduce::reproduce(&opts, &bar, &log)?;
+    println!(
+        "{} ({} figure files, {:.1} s)",
+        done.report.display(),
+        done.figures.len(),
+        done.wall_time_seconds
+    );
+    if !done.failed.is_empty() {
+        bail!(
+            "{} of the bundled scenarios failed ({}); see {}",
+            done.failed.len(),
+            done.failed
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            done.report.display()
+        );
+    }
+    Ok(())
+}
+
+fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
+    let started = Instant::now();
+    let mut shards: Vec<(std::path::PathBuf, ShardManifest, Records)> = Vec::new();
+    for dir in dirs {
+        let path = dir.join(SHARD_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "cannot read {}: is {} a finished shard folder?",
+                path.display(),
+                dir.display()
+            )
+        })?;
+        let m: ShardManifest = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a shard description", path.display()))?;
+        let (header, records, dropped) = Journal::read(&dir.join(JOURNAL), false)?;
+        if dropped > 0 || header.fingerprint != m.fingerprint || header.shard != Some(m.shard) {
+            bail!(
+                "{}: the journal does not match shard.json; re-run that shard",
+                dir.display()
+            );
+        }
+        shards.push((dir.clone(), m, records));
+    }
+    let (first_dir, first, _) = &shards[0];
+    for (dir, m, _) in &shards[1..] {
+        let what = if m.scenario != first.scenario {
+            Some(format!("scenario `{}` vs `{}`", m.scenario, first.scenario))
+        } else if m.program != first.program {
+            Some(format!(
+                "program version {} vs {}",
+                m.program, first.program
+            ))
+        } else if m.seed != first.seed {
+            Some(format!("seed {} vs {}", m.seed, first.seed))
+        } else if m.shard.count != first.shard.count {
+            Some(format!("{} shards vs {}", m.shard.count, first.shard.count))
+        } else if m.fingerprint != first.fingerprint {
+            Some("the resolved scenario or data options".to_string())
+        } else if m.context != first.context {
+            Some("their unperturbed runs or data".to_string())
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            bail!(
+                "cannot merge {} with {}: they differ in {what}; every shard must come from the same scenario, \
+                 seed, options and program version",
+                dir.display(),
+                first_dir.display()
+            );
+        }
+    }
+    // Rebuild the scenario exactly as the shards ran it.
+    let mut sc = scenario::parse(&first.scenario_toml, &first.source)?;
+    sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
+    let data = DataOptions {
+        synthetic: first.synthetic,
+        synthetic_scale: first.scale,
+        ..DataOptions::default()
+    };
+    if experiment::fingerprint(&sc, &data)? != first.fingerprint {
+        bail!(
+            "the shards were written by a different scenario definition or program version; re-run them"
+        );
+    }
+    let names = experiment::unit_names(&sc);
+    let mut seen_shard = vec![None; first.shard.count];
+    let mut owner: Vec<Option<usize>> = vec![None; names.len()];
+    let mut records = Records::new();
+    for (i, (dir, m, recs)) in shards.iter().enumerate() {
+        if let Some(j) = seen_shard[m.shard.index].replace(i) {
+            bail!(
+                "shard {}/{} is given twice: {} and {}",
+                m.shard.index,
+                m.shard.count,
+                shards[j].0.display(),
+                dir.display()
+            );
+        }
+        for &u in &m.units {
+            if u >= names.len() {
+                bail!(
+                    "{}: unit {u} does not exist in scenario `{}`",
+                    dir.display(),
+                    m.scenario
+                );
+            }
+            if let Some(j) = owner[u].replace(i) {
+                bail!(
+                    "unit {} is in two shards: {} and {}",
+                    names[u],
+                    shards[j].0.display(),
+                    dir.display()
+                );
+            }
+            let r = recs.get(&u).with_context(|| {
+                format!(
+                    "{}: no result for unit {}; re-run that shard",
+                    dir.display(),
+                    names[u]
+                )
+            })?;
+            records.insert(u, r.clone());
+        }
+    }
+    let missing_shards: Vec<String> = seen_shard
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_none())
+        .map(|(i, _)| format!("{i}/{}", first.shard.count))
+        .collect();
+    if !missing_shards.is_empty() {
+        bail!(
+            "missing shard(s) {}; give every shard folder",
+            missing_shards.join(", ")
+        );
+    }
+    let missing: Vec<&str> = (0..names.len())
+        .filter(|u| owner[*u].is_none())
+        .map(|u| names[u].as_str())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} unit(s) are in no shard, e.g. {}",
+            missing.len(),
+            missing
+                .iter()
+                .take(5)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let raw = RawResult {
+        context: first.context.clone(),
+        records,
+    };
+    let outcome = experiment::tables(&sc, &raw)?;
+    let origin = scenario::Origin {
+        label: first.source.clone(),
+        path: None,
+    };
+    let facts = RunFacts {
+        origin: &origin,
+        text: &first.scenario_toml,
+        threads: first.threads,
+        seconds: shards.iter().map(|s| s.1.wall_time_seconds).sum::<f64>()
+            + started.elapsed().as_secs_f64(),
+        units_computed: names.len(),
+        extra: serde_json::json!({
+            "merged_shards": shards.iter().map(|s| s.0.display().to_string()).collect::<Vec<_>>(),
+            "shard_wall_time_seconds": shards.iter().map(|s| s.1.wall_time_seconds).collect::<Vec<_>>(),
+        }),
+    };
+    let dir = out.join(&first.scenario);
+    experiment::write_outcome(&dir, &sc, &outcome, &facts)?;
+    eprintln!(
+        "{}: merged {} shards -> {}",
+        first.scenario,
+        shards.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// `run --plan`: how many units, and what they will cost on this machine.
+fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard>) -> Result<()> {
+    let names = experiment::unit_names(sc);
+    let p = experiment::plan(sc, opts, cache)?;
+    let mine = match shard {
+        Some(s) => units::assign(&p.unit_costs, s).len(),
+        None => names.len(),
+    };
+    let share = if names.is_empty() {
+        0.0
+    } else {
+        let all: f64 = p.unit_costs.iter().sum();
+        let own: f64 = match shard {
+            Some(s) => units::assign(&p.unit_costs, s)
+                .iter()
+                .map(|&u| p.unit_costs[u])
+                .sum(),
+            None => all,
+        };
+        own / all.max(f64::MIN_POSITIVE)
+    };
+    let seconds = p.baseline_seconds + p.trial_seconds * share / opts.threads as f64;
+    println!("scenario {}", sc.meta().name);
+    println!("  units: {} ({} in this run)", names.len(), mine);
+    println!(
+        "  unperturbed run: {} iterations in {:.1} s",
+        p.baseline_iterations, p.baseline_seconds
+    );
+    println!(
+        "  trial iterations (failure to the unperturbed convergence point, before rework): {:.0}",
+        p.unit_costs.iter().sum::<f64>() * share
+    );
+    println!(
+        "  estimated time on {} thread(s): {:.0} s ({:.1} min), plus the rework iterations",
+        opts.threads,
+        seconds,
+        seconds / 60.0
+    );
+    println!(
+        "  estimated memory: {:.0} MiB",
+        p.memory_bytes as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
 fn progress_bar(len: u64, quiet: bool, name: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
@@ -134,9 +493,12 @@ fn print_summary(path: &std::path::Path) -> Result<()> {
     let xname = col("x_name")
         .and_then(|c| t.rows.first().map(|r| r[c].clone()))
         .unwrap_or_default();
+    // Protocol scenarios sweep P as well: show it when there is a `workers` column.
+    let workers = col("workers");
     for r in &t.rows {
+        let p = workers.map_or_else(String::new, |c| format!(" P={:<3}", r[c]));
         println!(
-            "  {:<14} {}={:<8} {} = {:>8} [{}, {}]",
+            "  {:<14}{p} {}={:<8} {} = {:>8} [{}, {}]",
             r[series],
             xname,
             r[x],
@@ -150,8 +512,17 @@ fn print_summary(path: &std::path::Path) -> Result<()> {
 }
 
 fn short(v: &str) -> String {
-    v.parse::<f64>()
-        .map_or_else(|_| v.to_string(), |f| format!("{f:.2}"))
+    v.parse::<f64>().map_or_else(
+        |_| v.to_string(),
+        // Losses and times below 1 need more than two decimals.
+        |f| {
+            if f.abs() < 1.0 {
+                format!("{f:.4}")
+            } else {
+                format!("{f:.2}")
+            }
+        },
+    )
 }
 
 fn list() -> Result<()> {
@@ -189,6 +560,7 @@ fn validate(args: &[String]) -> Result<()> {
             Ok((sc, origin, _)) => {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
+                    Scenario::Protocol(p) => p.points().len(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",
@@ -212,15 +584,18 @@ fn validate(args: &[String]) -> Result<()> {
 
 fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
     let (sc, _, _) = scenario::load(arg)?;
-    let Scenario::Recovery(r) = &sc;
+    let Scenario::Recovery(r) = &sc else {
+        bail!(
+            "`baseline` applies to `recovery` scenarios; `{}` is a `{}` scenario",
+            sc.meta().name,
+            sc.meta().kind
+        );
+    };
     struct Print<'a>(&'a scenario::RecoveryScenario);
     impl ModelVisitor for Print<'_> {
         type Output = Result<()>;
         fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<()> {
-            let conv = Convergence {
-                criterion: self.0.convergence.criterion * data.size_ratio,
-                max_iterations: self.0.convergence.max_iterations,
-            };
+            let conv = experiment::recovery::convergence_for(model, self.0, data);
             let seed = experiment::recovery::run_seed(self.0, 0);
             let info = model.info();
             println!(

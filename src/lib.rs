@@ -10,6 +10,7 @@
 //! byte-identical on any number of threads.
 
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod data;
 pub mod engine;
@@ -17,6 +18,7 @@ pub mod experiment;
 pub mod model;
 pub mod policy;
 pub mod report;
+pub mod reproduce;
 pub mod rng;
 pub mod scenario;
 pub mod stats;

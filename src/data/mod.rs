@@ -7,10 +7,16 @@
 //! both accepted. With `--synthetic` (or a scenario that asks for it) the
 //! stand-in is generated instead; every output says which was used.
 
+pub mod corpus;
 pub mod covtype;
 pub mod files;
+pub mod lda_standin;
 pub mod mnist;
+pub mod news20;
+pub mod presence;
+pub mod reuters;
 pub mod synthetic;
+pub mod tarball;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -76,7 +82,7 @@ impl fmt::Display for DatasetName {
 }
 
 /// Where a dataset came from; written into every manifest and figure title.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Provenance {
     /// Read from real files.
@@ -234,10 +240,9 @@ impl DataCache {
         key: &str,
         load: impl FnOnce() -> Result<T>,
     ) -> Result<Arc<T>> {
-        if let Some(v) = self.other.lock().expect("cache lock").get(key) {
-            if let Ok(t) = v.clone().downcast::<T>() {
-                return Ok(t);
-            }
+        let cached = self.other.lock().expect("cache lock").get(key).cloned();
+        if let Some(Ok(t)) = cached.map(|v| v.downcast::<T>()) {
+            return Ok(t);
         }
         let value = Arc::new(load()?);
         self.other

@@ -34,7 +34,7 @@ pub struct TrialSetup<'a> {
 }
 
 /// What happened in one trial.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrialOutcome {
     /// T.
     pub failure_iteration: usize,
@@ -63,75 +63,133 @@ pub fn run_trial<M: Model>(
     model: &M,
     baseline: &Baseline<M::State>,
     convergence: &Convergence,
-    mut setup: TrialSetup<'_>,
+    setup: TrialSetup<'_>,
     mode: ForkMode,
     ws: &mut M::Workspace,
 ) -> TrialOutcome {
-    let t = setup.failure_iteration;
+    run_cohort(model, baseline, convergence, vec![setup], mode, ws, &|| {
+        false
+    })
+    .and_then(|mut v| v.pop())
+    .expect("one outcome per setup")
+}
+
+/// Runs several trials that fork from the same unperturbed run, advancing
+/// them in lockstep by iteration so that the model can serve them together
+/// ([`Model::metric_many`], [`Model::step_many`]). A trial joins at its
+/// failure iteration and leaves when it converges. Each trial's outcome is
+/// exactly what [`run_trial`] gives it alone. `stop` is polled every
+/// iteration; when it returns true the cohort is abandoned (`None`).
+pub fn run_cohort<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    convergence: &Convergence,
+    setups: Vec<TrialSetup<'_>>,
+    mode: ForkMode,
+    ws: &mut M::Workspace,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<TrialOutcome>> {
     let run_seed = baseline.run_seed;
-    let rerun_prefix;
-    let prefix: &[M::State] = match mode {
-        ForkMode::Fork => &baseline.states[..=t],
-        ForkMode::Rerun => {
-            let mut s = model.init();
-            let mut states = Vec::with_capacity(t + 1);
-            for k in 0..t {
-                model.metric(&s, ws);
-                states.push(s.clone());
-                model.step(
-                    &mut s,
-                    IterCtx {
-                        iteration: k,
-                        run_seed,
-                    },
-                    ws,
-                );
+    let n = setups.len();
+    let mut states = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
+    let mut recoveries = Vec::with_capacity(n);
+    let mut lost_blocks = Vec::with_capacity(n);
+    for mut setup in setups {
+        let t = setup.failure_iteration;
+        let rerun_prefix;
+        let prefix: &[M::State] = match mode {
+            ForkMode::Fork => &baseline.states[..=t],
+            ForkMode::Rerun => {
+                rerun_prefix = rerun(model, t, run_seed, ws);
+                &rerun_prefix
             }
-            states.push(s);
-            rerun_prefix = states;
-            &rerun_prefix
+        };
+        let checkpoint = RunningCheckpoint::replay(
+            model,
+            prefix,
+            setup.checkpoint,
+            t,
+            &mut setup.checkpoint_rng,
+        );
+        let mut state = prefix[t].clone();
+        recoveries.push(
+            setup
+                .recovery
+                .apply(model, &mut state, &checkpoint, setup.lost, t),
+        );
+        states.push(state);
+        starts.push(t);
+        lost_blocks.push(setup.lost.len());
+    }
+    // done[i] = (iterations to converge, converged)
+    let mut done: Vec<Option<(usize, bool)>> = vec![None; n];
+    let mut active = vec![false; n];
+    let mut metrics = vec![0.0; n];
+    let mut k = starts.iter().copied().min().unwrap_or(0);
+    while done.iter().any(Option::is_none) {
+        if stop() {
+            return None;
         }
-    };
-    let checkpoint = RunningCheckpoint::replay(
-        model,
-        prefix,
-        setup.checkpoint,
-        t,
-        &mut setup.checkpoint_rng,
-    );
-    let mut state = prefix[t].clone();
-    let recovery = setup
-        .recovery
-        .apply(model, &mut state, &checkpoint, setup.lost, t);
-    let mut k = t;
-    let converged = loop {
-        let m = model.metric(&state, ws);
-        if m <= convergence.criterion {
-            break true;
+        for i in 0..n {
+            active[i] = done[i].is_none() && starts[i] <= k;
         }
-        if k >= convergence.max_iterations || !m.is_finite() {
-            break false;
+        let ctx = IterCtx {
+            iteration: k,
+            run_seed,
+        };
+        model.metric_many(&states, &active, ctx, ws, &mut metrics);
+        for i in 0..n {
+            if !active[i] {
+                continue;
+            }
+            let m = metrics[i];
+            if m <= convergence.criterion {
+                done[i] = Some((k, true));
+                active[i] = false;
+            } else if k >= convergence.max_iterations || !m.is_finite() {
+                done[i] = Some((convergence.max_iterations, false));
+                active[i] = false;
+            }
         }
+        if active.iter().any(|a| *a) {
+            model.step_many(&mut states, &active, ctx, ws);
+        }
+        k += 1;
+    }
+    let outcomes = (0..n)
+        .map(|i| {
+            let (iterations_to_converge, converged) = done[i].expect("every trial finished");
+            TrialOutcome {
+                failure_iteration: starts[i],
+                lost_blocks: lost_blocks[i],
+                baseline_iterations: baseline.iterations(),
+                iterations_to_converge,
+                converged,
+                recovery: recoveries[i],
+            }
+        })
+        .collect();
+    Some(outcomes)
+}
+
+/// x(0..=t) recomputed from x(0), evaluating the metric every iteration as a
+/// naive simulator would ([`ForkMode::Rerun`]).
+fn rerun<M: Model>(model: &M, t: usize, run_seed: u64, ws: &mut M::Workspace) -> Vec<M::State> {
+    let mut s = model.init();
+    let mut states = Vec::with_capacity(t + 1);
+    for k in 0..t {
+        model.metric(&s, ws);
+        states.push(model.snapshot(&s));
         model.step(
-            &mut state,
+            &mut s,
             IterCtx {
                 iteration: k,
                 run_seed,
             },
             ws,
         );
-        k += 1;
-    };
-    TrialOutcome {
-        failure_iteration: t,
-        lost_blocks: setup.lost.len(),
-        baseline_iterations: baseline.iterations(),
-        iterations_to_converge: if converged {
-            k
-        } else {
-            convergence.max_iterations
-        },
-        converged,
-        recovery,
     }
+    states.push(s);
+    states
 }

@@ -1,18 +1,32 @@
 //! Running a validated scenario: plan its units, run them in parallel, and
-//! gather tidy tables. One module per scenario kind.
+//! gather tidy tables. One module per scenario kind; [`units`] handles
+//! shards, the journal and resuming.
+//!
+//! Every kind follows the same two steps, so sharding and resuming work the
+//! same way for all of them: `run_raw` computes the records of the units a
+//! run is responsible for (plus a context shared by all units, such as the
+//! unperturbed runs), and `tables` turns the records of *all* units into the
+//! output tables.
 
+pub mod execute;
+pub mod protocol;
 pub mod recovery;
+pub mod units;
+
+pub use execute::run_and_write;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
 
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
 use crate::report::{Manifest, Table, manifest::Program};
 use crate::scenario::{Origin, Scenario};
+use units::{Driver, Records};
 
 /// How to run scenarios (from the command line).
 #[derive(Clone, Debug)]
@@ -41,60 +55,99 @@ pub struct Outcome {
     pub details: serde_json::Value,
 }
 
-/// Number of trial units a scenario will run (for progress bars).
+/// The raw results of a run: the records of its units and the context they
+/// share. This is what a shard writes and `merge` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RawResult {
+    /// Facts shared by every unit (identical in every shard of a run).
+    pub context: serde_json::Value,
+    /// Records of the units this run is responsible for, by unit index.
+    pub records: Records,
+}
+
+/// Number of units (point × trial) of a scenario.
 pub fn unit_count(scenario: &Scenario) -> usize {
+    unit_names(scenario).len()
+}
+
+/// A readable name for every unit, in unit order.
+pub fn unit_names(scenario: &Scenario) -> Vec<String> {
     match scenario {
-        Scenario::Recovery(s) => s.points().len() * s.meta.trials,
+        Scenario::Recovery(s) => recovery::unit_names(s),
+        Scenario::Protocol(s) => protocol::unit_names(s),
     }
 }
 
-/// Runs one scenario and returns its tables.
+/// Runs the units `driver` assigns to this run.
+pub fn run_raw(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
+    match scenario {
+        Scenario::Recovery(s) => recovery::run_raw(s, opts, cache, driver),
+        Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
+    }
+}
+
+/// Builds the output tables from the records of every unit.
+pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
+    match scenario {
+        Scenario::Recovery(s) => recovery::tables(s, raw),
+        Scenario::Protocol(s) => protocol::tables(s, raw),
+    }
+}
+
+/// Runs every unit of a scenario and returns its tables (no journal).
 pub fn run(
     scenario: &Scenario,
     opts: &RunOptions,
     cache: &DataCache,
     progress: &ProgressBar,
 ) -> Result<Outcome> {
-    match scenario {
-        Scenario::Recovery(s) => recovery::run(s, opts, cache, progress),
-    }
+    let never = AtomicBool::new(false);
+    let driver = Driver::all(progress, &never);
+    let raw = run_raw(scenario, opts, cache, &driver)?;
+    tables(scenario, &raw)
 }
 
-/// Runs a scenario and writes `summary.csv`, `trials.csv`, any extra tables
-/// and `manifest.json` into `<out_dir>/<name>/`. Returns that folder.
-pub fn run_and_write(
-    scenario: &Scenario,
-    origin: &Origin,
-    text: &str,
-    opts: &RunOptions,
-    cache: &DataCache,
-    progress: &ProgressBar,
-) -> Result<PathBuf> {
-    let started = Instant::now();
-    let name = &scenario.meta().name;
-    let outcome = run(scenario, opts, cache, progress)
-        .with_context(|| format!("scenario `{name}` ({})", origin.label))?;
-    let dir = opts.out_dir.join(name);
-    write_outcome(
-        &dir,
-        scenario,
-        origin,
-        text,
-        opts,
-        &outcome,
-        started.elapsed().as_secs_f64(),
-    )?;
-    Ok(dir)
+/// Fingerprint of what determines a run's results: program version, the
+/// resolved scenario (after overrides) and the data options that change the
+/// data (real or synthetic, and the stand-in scale).
+pub fn fingerprint(scenario: &Scenario, data: &DataOptions) -> Result<String> {
+    let canonical = serde_json::to_string(&serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "scenario": scenario,
+        "synthetic": data.synthetic,
+        "scale": if data.synthetic { data.synthetic_scale } else { 1.0 },
+    }))?;
+    Ok(units::fnv64(canonical.as_bytes()))
 }
 
-fn write_outcome(
+/// Facts for the manifest beyond the tables.
+pub struct RunFacts<'a> {
+    /// Where the scenario came from.
+    pub origin: &'a Origin,
+    /// The scenario file's text.
+    pub text: &'a str,
+    /// Worker threads.
+    pub threads: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Units computed by this process (excluding resumed or merged ones).
+    pub units_computed: usize,
+    /// Extra manifest fields (e.g. the shards a merge combined).
+    pub extra: serde_json::Value,
+}
+
+/// Writes `summary.csv`, `trials.csv`, extra tables and `manifest.json` into
+/// `dir`, each atomically.
+pub fn write_outcome(
     dir: &Path,
     scenario: &Scenario,
-    origin: &Origin,
-    text: &str,
-    opts: &RunOptions,
     outcome: &Outcome,
-    seconds: f64,
+    facts: &RunFacts<'_>,
 ) -> Result<()> {
     let mut files = vec!["summary.csv".to_string(), "trials.csv".to_string()];
     outcome.summary.write(&dir.join("summary.csv"))?;
@@ -104,18 +157,124 @@ fn write_outcome(
         files.push(file.clone());
     }
     let meta = scenario.meta();
+    let units = unit_count(scenario);
+    let mut details = outcome.details.clone();
+    if let serde_json::Value::Object(map) = &mut details {
+        map.insert("units".into(), units.into());
+        map.insert("units_computed".into(), facts.units_computed.into());
+        map.insert(
+            "thread_seconds_per_unit".into(),
+            serde_json::json!(if facts.units_computed > 0 {
+                facts.seconds * facts.threads as f64 / facts.units_computed as f64
+            } else {
+                f64::NAN
+            }),
+        );
+        map.insert(
+            "peak_memory_bytes".into(),
+            serde_json::json!(peak_memory_bytes()),
+        );
+        if !facts.extra.is_null() {
+            map.insert("run".into(), facts.extra.clone());
+        }
+    }
     let manifest = Manifest {
         program: Program::current(),
-        source: origin.label.clone(),
+        source: facts.origin.label.clone(),
         scenario: serde_json::to_value(scenario)?,
-        scenario_toml: text.to_string(),
+        scenario_toml: facts.text.to_string(),
         seed: meta.seed,
         trials: meta.trials,
         data: outcome.data.clone(),
-        details: outcome.details.clone(),
-        threads: opts.threads,
-        wall_time_seconds: seconds,
+        details,
+        threads: facts.threads,
+        wall_time_seconds: facts.seconds,
         files,
     };
     manifest.write(&dir.join("manifest.json"))
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), if known.
+pub fn peak_memory_bytes() -> Option<u64> {
+    proc_status_kb("VmHWM:").map(|kb| kb * 1024)
+}
+
+/// Current resident memory of this process (Linux `VmRSS`), if known.
+pub fn current_memory_bytes() -> Option<u64> {
+    proc_status_kb("VmRSS:").map(|kb| kb * 1024)
+}
+
+fn proc_status_kb(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A dry run's measurements (`run --plan`).
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Expected cost of every unit (iterations from its failure to the
+    /// unperturbed convergence point), used to balance shards.
+    pub unit_costs: Vec<f64>,
+    /// Iterations of the unperturbed run.
+    pub baseline_iterations: usize,
+    /// Seconds for the unperturbed run(s).
+    pub baseline_seconds: f64,
+    /// Single-thread seconds for all trial iterations (without rework).
+    pub trial_seconds: f64,
+    /// Estimated peak memory of the run.
+    pub memory_bytes: u64,
+}
+
+/// Measures what running `scenario` will cost, without running its trials.
+pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
+    match scenario {
+        Scenario::Recovery(s) => recovery::plan(s, opts, cache),
+        Scenario::Protocol(_) => plan_by_sample(scenario, opts, cache),
+    }
+}
+
+/// A plan for kinds without an unperturbed run: time the costliest unit and
+/// extrapolate by the units' relative costs.
+fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
+    let names = unit_names(scenario);
+    let never = AtomicBool::new(false);
+    let hidden = ProgressBar::hidden();
+    // With one shard per unit, shard 0 holds exactly the costliest unit.
+    let one = units::Shard {
+        index: 0,
+        count: names.len().max(1),
+    };
+    let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never);
+    let started = std::time::Instant::now();
+    run_raw(scenario, opts, cache, &driver)?;
+    let sample = started.elapsed().as_secs_f64();
+    // Unit costs are what the kind uses to balance shards (e.g. workers per
+    // protocol unit); the costliest one was timed.
+    let costs = unit_costs(scenario);
+    let max = costs.iter().cloned().fold(f64::MIN_POSITIVE, f64::max);
+    Ok(Plan {
+        baseline_iterations: 0,
+        baseline_seconds: 0.0,
+        trial_seconds: sample * costs.iter().sum::<f64>() / max,
+        memory_bytes: peak_memory_bytes().unwrap_or(0),
+        unit_costs: costs,
+    })
+}
+
+/// The relative expected cost of every unit of kinds that balance by a
+/// static estimate.
+fn unit_costs(scenario: &Scenario) -> Vec<f64> {
+    match scenario {
+        Scenario::Recovery(s) => vec![1.0; recovery::unit_names(s).len()],
+        Scenario::Protocol(s) => protocol::unit_costs(s),
+    }
+}
+
+/// Reads a results folder's manifest (for plotting and merging).
+pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
 }

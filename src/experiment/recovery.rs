@@ -6,15 +6,16 @@
 //! of the blocks). Comparisons between series are therefore paired, and
 //! Theorem 3.1 (‖δ′‖ ≤ ‖δ‖) can be checked trial by trial.
 
-use anyhow::{Result, anyhow};
-use indicatif::ProgressBar;
+use anyhow::{Context, Result, anyhow, bail};
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Outcome, RunOptions};
-use crate::data::DataCache;
-use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_trial};
+use super::units::{Driver, Records};
+use super::{Outcome, RawResult, RunOptions};
+use crate::data::{DataCache, DatasetName, Provenance};
+use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_cohort};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
 use crate::report::{Table, fmt_f64};
@@ -82,13 +83,52 @@ pub fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
     stream_key(scenario.meta.seed, Purpose::DataOrder, t, 0)
 }
 
-/// Runs every trial of `scenario` and returns its tables.
-pub fn run(
+/// The units of a scenario in output order: (point index, trial).
+pub fn units(scenario: &RecoveryScenario) -> Vec<(usize, usize)> {
+    let trials = scenario.meta.trials;
+    (0..scenario.points().len())
+        .flat_map(|p| (0..trials).map(move |t| (p, t)))
+        .collect()
+}
+
+/// A readable name for every unit: `series=<s>,x=<x>,trial=<t>`.
+pub fn unit_names(scenario: &RecoveryScenario) -> Vec<String> {
+    let points = scenario.points();
+    units(scenario)
+        .into_iter()
+        .map(|(p, t)| {
+            format!(
+                "series={},{}={},trial={t}",
+                scenario.series[points[p].series].name,
+                scenario.x_name(),
+                fmt_f64(points[p].x)
+            )
+        })
+        .collect()
+}
+
+/// Facts shared by all units of a run: the unperturbed runs and the data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryContext {
+    /// Metric of every iteration of each unperturbed run (one per data order).
+    pub baselines: Vec<Vec<f64>>,
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples used relative to the real dataset.
+    pub size_ratio: f64,
+    /// The criterion as used (scaled by `size_ratio`).
+    pub criterion: f64,
+}
+
+/// Runs the units of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
     scenario: &RecoveryScenario,
     opts: &RunOptions,
     cache: &DataCache,
-    progress: &ProgressBar,
-) -> Result<Outcome> {
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
     build_and_visit(
         &scenario.model,
         cache,
@@ -97,7 +137,7 @@ pub fn run(
         RecoveryVisitor {
             scenario,
             opts,
-            progress,
+            driver,
         },
     )?
 }
@@ -105,26 +145,16 @@ pub fn run(
 struct RecoveryVisitor<'a> {
     scenario: &'a RecoveryScenario,
     opts: &'a RunOptions,
-    progress: &'a ProgressBar,
-}
-
-/// One finished trial of one point.
-struct Record {
-    point: usize,
-    trial: usize,
-    outcome: TrialOutcome,
+    driver: &'a Driver<'a>,
 }
 
 impl ModelVisitor for RecoveryVisitor<'_> {
-    type Output = Result<Outcome>;
+    type Output = Result<RawResult>;
 
-    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<Outcome> {
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
         let trials = sc.meta.trials;
-        let convergence = Convergence {
-            criterion: sc.convergence.criterion * data.size_ratio,
-            max_iterations: sc.convergence.max_iterations,
-        };
+        let convergence = convergence_for(model, sc, data);
         let baselines: Vec<Baseline<M::State>> = match sc.data_order {
             DataOrderMode::Shared => vec![run_baseline(model, &convergence, run_seed(sc, 0))?],
             DataOrderMode::PerTrial => (0..trials)
@@ -132,91 +162,214 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 .map(|t| run_baseline(model, &convergence, run_seed(sc, t)))
                 .collect::<Result<_>>()?,
         };
-        let baseline_of = |t: usize| match sc.data_order {
-            DataOrderMode::Shared => &baselines[0],
-            DataOrderMode::PerTrial => &baselines[t],
+        let baseline_index = |t: usize| match sc.data_order {
+            DataOrderMode::Shared => 0,
+            DataOrderMode::PerTrial => t,
         };
         let points = sc.points();
-        // Fail early, with a clear message, if a fixed failure time is not
-        // before convergence.
-        for p in &points {
-            for (t, b) in baselines.iter().enumerate() {
-                if p.config
-                    .failure_time
-                    .sample(b.iterations(), &mut stream(0, Purpose::Other, 0, 0))
-                    .is_none()
-                {
-                    return Err(match p.config.failure_time {
-                        FailureTime::Fixed { iteration } => anyhow!(
-                            "failure.iteration = {iteration} is not before the unperturbed run converges \
-                             (iteration {}{}); choose an earlier failure",
-                            b.iterations(),
-                            if baselines.len() > 1 {
-                                format!(", trial {t}")
-                            } else {
-                                String::new()
-                            }
-                        ),
-                        FailureTime::Geometric { .. } => anyhow!(
-                            "the unperturbed run converges at iteration {}: there is no iteration to fail at; \
-                             tighten the criterion",
-                            b.iterations()
-                        ),
-                    });
-                }
-            }
-        }
-        let units: Vec<(usize, usize)> = (0..points.len())
-            .flat_map(|p| (0..trials).map(move |t| (p, t)))
-            .collect();
-        let blocks = model.block_count();
+        check_failure_times(&points, &baselines)?;
         let seed = sc.meta.seed;
-        let records: Vec<Record> = units
+        let units = units(sc);
+        // Expected cost of a unit: the iterations from its failure to the
+        // unperturbed convergence point (the rework on top is unknown yet).
+        let costs: Vec<f64> = units
+            .iter()
+            .map(|&(p, t)| {
+                let b = &baselines[baseline_index(t)];
+                let ft = failure_iteration(b, &points[p], seed, t);
+                (b.iterations() - ft + 1) as f64
+            })
+            .collect();
+        let (mine, todo) = self.driver.assign(&costs);
+        // Cohorts: runs of units that fork from the same unperturbed run.
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
+        for &u in &todo {
+            groups[baseline_index(units[u].1)].push(u);
+        }
+        let size = model.cohort_size().max(1);
+        let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
+        let blocks = model.block_count();
+        let driver = self.driver;
+        let stop = || driver.cancelled();
+        let done: Vec<Vec<(usize, serde_json::Value)>> = cohorts
             .par_iter()
             .map_init(
                 || model.workspace(),
-                |ws, &(pi, t)| {
-                    let point = &points[pi];
-                    let baseline = baseline_of(t);
-                    let outcome = run_unit(
+                |ws, cohort| -> Result<Vec<(usize, serde_json::Value)>> {
+                    if driver.cancelled() {
+                        return Ok(Vec::new());
+                    }
+                    let baseline = &baselines[baseline_index(units[cohort[0]].1)];
+                    let prepared: Vec<Prepared> = cohort
+                        .iter()
+                        .map(|&u| {
+                            let (pi, t) = units[u];
+                            prepare(baseline, &points[pi], sc.ps_nodes, blocks, seed, t)
+                        })
+                        .collect();
+                    let setups = cohort
+                        .iter()
+                        .zip(&prepared)
+                        .map(|(&u, p)| p.setup(&points[units[u].0], seed, units[u].1))
+                        .collect();
+                    let Some(outcomes) = run_cohort(
                         model,
                         baseline,
                         &convergence,
-                        point,
-                        sc.ps_nodes,
-                        blocks,
-                        seed,
-                        t,
-                        self.opts,
+                        setups,
+                        self.opts.fork_mode,
                         ws,
-                    );
-                    self.progress.inc(1);
-                    Record {
-                        point: pi,
-                        trial: t,
-                        outcome,
-                    }
+                        &stop,
+                    ) else {
+                        return Ok(Vec::new());
+                    };
+                    let records = cohort
+                        .iter()
+                        .zip(outcomes)
+                        .map(|(&u, o)| Ok((u, serde_json::to_value(o)?)))
+                        .collect::<Result<Vec<_>>>()?;
+                    driver.finished(&records)?;
+                    Ok(records)
                 },
             )
-            .collect();
-        Ok(tables(sc, &points, &records, &baselines, data))
+            .collect::<Result<_>>()?;
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in &mine {
+            if let Some(r) = driver.resumed().get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        let context = RecoveryContext {
+            baselines: baselines.iter().map(|b| b.metrics.clone()).collect(),
+            dataset: data.dataset,
+            provenance: data.provenance.clone(),
+            size_ratio: data.size_ratio,
+            criterion: convergence.criterion,
+        };
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
     }
 }
 
-/// Runs trial `t` of `point`.
-#[allow(clippy::too_many_arguments)]
-fn run_unit<M: Model>(
+/// The convergence test a run of `scenario` uses on `data`: the scenario's
+/// criterion (a sum over the training set) scaled by the data size; or, for a
+/// synthetic stand-in with a `synthetic_criterion`, the metric `descent` of
+/// the way from x(0)'s metric to the metric at `plateau_iteration` of the
+/// unperturbed stand-in run.
+pub fn convergence_for<M: Model>(
     model: &M,
-    baseline: &Baseline<M::State>,
-    convergence: &Convergence,
+    scenario: &RecoveryScenario,
+    data: &DataUsed,
+) -> Convergence {
+    let scaled = Convergence {
+        criterion: scenario.convergence.criterion * data.size_ratio,
+        max_iterations: scenario.convergence.max_iterations,
+    };
+    let synthetic = matches!(data.provenance, Provenance::Synthetic { .. });
+    match scenario.synthetic_criterion {
+        Some(sc) if synthetic => {
+            let mut ws = model.workspace();
+            let mut state = model.init();
+            let start = model.metric(&state, &mut ws);
+            let run_seed = run_seed(scenario, 0);
+            for k in 0..sc.plateau_iteration {
+                model.step(
+                    &mut state,
+                    crate::model::IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    &mut ws,
+                );
+            }
+            let plateau = model.metric(&state, &mut ws);
+            Convergence {
+                criterion: start - sc.descent * (start - plateau),
+                ..scaled
+            }
+        }
+        _ => scaled,
+    }
+}
+
+/// Fails early, with a clear message, if some point's failure cannot strike
+/// before its unperturbed run converges.
+fn check_failure_times<S>(points: &[Point], baselines: &[Baseline<S>]) -> Result<()> {
+    for p in points {
+        for (t, b) in baselines.iter().enumerate() {
+            if p.config
+                .failure_time
+                .sample(b.iterations(), &mut stream(0, Purpose::Other, 0, 0))
+                .is_none()
+            {
+                return Err(match p.config.failure_time {
+                    FailureTime::Fixed { iteration } => anyhow!(
+                        "failure.iteration = {iteration} is not before the unperturbed run converges \
+                         (iteration {}{}); choose an earlier failure",
+                        b.iterations(),
+                        if baselines.len() > 1 {
+                            format!(", trial {t}")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    FailureTime::Geometric { .. } => anyhow!(
+                        "the unperturbed run converges at iteration {}: there is no iteration to fail at; \
+                         tighten the criterion",
+                        b.iterations()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Trial `t`'s failure iteration at `point` (from the trial's own stream).
+fn failure_iteration<S>(baseline: &Baseline<S>, point: &Point, seed: u64, t: usize) -> usize {
+    point
+        .config
+        .failure_time
+        .sample(
+            baseline.iterations(),
+            &mut stream(seed, Purpose::FailureTime, t as u64, 0),
+        )
+        .expect("checked before the trials started")
+}
+
+/// The random draws of trial `t` at one point: failure time and lost blocks.
+struct Prepared {
+    failure_iteration: usize,
+    lost: Vec<usize>,
+}
+
+impl Prepared {
+    fn setup<'a>(&'a self, point: &'a Point, seed: u64, t: usize) -> TrialSetup<'a> {
+        TrialSetup {
+            failure_iteration: self.failure_iteration,
+            lost: &self.lost,
+            checkpoint: &point.config.checkpoint,
+            recovery: point.config.recovery,
+            checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t as u64, 0),
+        }
+    }
+}
+
+/// Draws trial `t`'s failure at `point` from the trial's own streams, so
+/// every series and point of the scenario sees the same failure.
+fn prepare<S>(
+    baseline: &Baseline<S>,
     point: &Point,
     ps_nodes: usize,
     blocks: usize,
     seed: u64,
     t: usize,
-    opts: &RunOptions,
-    ws: &mut M::Workspace,
-) -> TrialOutcome {
+) -> Prepared {
     let t64 = t as u64;
     let cfg = &point.config;
     let failure_iteration = cfg
@@ -238,31 +391,55 @@ fn run_unit<M: Model>(
         &placement,
         &mut stream(seed, Purpose::LostBlocks, t64, 1),
     );
-    let setup = TrialSetup {
+    Prepared {
         failure_iteration,
-        lost: &lost,
-        checkpoint: &cfg.checkpoint,
-        recovery: cfg.recovery,
-        checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t64, 0),
-    };
-    run_trial(model, baseline, convergence, setup, opts.fork_mode, ws)
+        lost,
+    }
 }
 
-fn tables<S>(
-    sc: &RecoveryScenario,
-    points: &[Point],
-    records: &[Record],
-    baselines: &[Baseline<S>],
-    data: &DataUsed,
-) -> Outcome {
+/// Builds the output tables from the records of every unit.
+pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
+    let ctx: RecoveryContext = serde_json::from_value(raw.context.clone())
+        .context("malformed recovery context (was it written by another version?)")?;
+    let points = sc.points();
+    let units = units(sc);
+    let missing: Vec<usize> = (0..units.len())
+        .filter(|u| !raw.records.contains_key(u))
+        .collect();
+    if !missing.is_empty() {
+        let names = unit_names(sc);
+        bail!(
+            "{} of {} units have no result, e.g. {}",
+            missing.len(),
+            units.len(),
+            missing
+                .iter()
+                .take(5)
+                .map(|&u| names[u].as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let mut outcomes: Vec<TrialOutcome> = Vec::with_capacity(units.len());
+    for (u, r) in &raw.records {
+        if *u >= units.len() {
+            bail!(
+                "unit {u} does not exist in this scenario ({} units)",
+                units.len()
+            );
+        }
+        outcomes.push(
+            serde_json::from_value(r.clone())
+                .with_context(|| format!("malformed record of unit {u}"))?,
+        );
+    }
     let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
-    for r in records {
-        let p = &points[r.point];
-        let o = &r.outcome;
+    for (&(pi, t), o) in units.iter().zip(&outcomes) {
+        let p = &points[pi];
         trials.push(vec![
             sc.series[p.series].name.clone(),
             fmt_f64(p.x),
-            r.trial.to_string(),
+            t.to_string(),
             o.failure_iteration.to_string(),
             o.lost_blocks.to_string(),
             o.recovery.restored_blocks.to_string(),
@@ -280,11 +457,14 @@ fn tables<S>(
         let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
         if n == 0 { f64::NAN } else { s / n as f64 }
     };
+    let baseline_iterations: Vec<f64> =
+        ctx.baselines.iter().map(|m| (m.len() - 1) as f64).collect();
     for (pi, p) in points.iter().enumerate() {
-        let rs: Vec<&TrialOutcome> = records
+        let rs: Vec<&TrialOutcome> = units
             .iter()
-            .filter(|r| r.point == pi)
-            .map(|r| &r.outcome)
+            .zip(&outcomes)
+            .filter(|((q, _), _)| *q == pi)
+            .map(|(_, o)| o)
             .collect();
         let rework: Vec<f64> = rs.iter().map(|o| o.rework_iterations() as f64).collect();
         let s = Summary::of(&rework);
@@ -312,10 +492,10 @@ fn tables<S>(
             fmt_f64(mean(&mut rs.iter().map(|o| o.failure_iteration as f64))),
             fmt_f64(mean(&mut rs.iter().map(|o| o.recovery.perturbation_norm))),
             fmt_f64(mean(&mut rs.iter().map(|o| o.recovery.full_recovery_norm))),
-            fmt_f64(mean(&mut baselines.iter().map(|b| b.iterations() as f64))),
+            fmt_f64(mean(&mut baseline_iterations.iter().copied())),
             sc.model.kind_name().to_string(),
-            data.dataset.to_string(),
-            data.provenance.label().to_string(),
+            ctx.dataset.to_string(),
+            ctx.provenance.label().to_string(),
             sc.ps_nodes.to_string(),
             fmt_f64(cfg.loss.expected_fraction(sc.ps_nodes)),
             lost_nodes,
@@ -326,30 +506,112 @@ fn tables<S>(
             dist.to_string(),
             fp,
             fixed,
-            fmt_f64(sc.convergence.criterion * data.size_ratio),
+            fmt_f64(ctx.criterion),
         ]);
     }
     let mut curve = Table::new(["run", "iteration", "metric"]);
-    for (run, b) in baselines.iter().enumerate() {
-        for (k, m) in b.metrics.iter().enumerate() {
+    for (run, metrics) in ctx.baselines.iter().enumerate() {
+        for (k, m) in metrics.iter().enumerate() {
             curve.push(vec![run.to_string(), k.to_string(), fmt_f64(*m)]);
         }
     }
-    let iterations: Vec<usize> = baselines.iter().map(|b| b.iterations()).collect();
-    Outcome {
+    Ok(Outcome {
         summary,
         trials,
         extra: vec![("baseline.csv".to_string(), curve)],
         data: json!({
-            "dataset": data.dataset,
-            "provenance": data.provenance,
-            "size_ratio": data.size_ratio,
+            "dataset": ctx.dataset,
+            "provenance": ctx.provenance,
+            "size_ratio": ctx.size_ratio,
         }),
         details: json!({
-            "criterion_used": sc.convergence.criterion * data.size_ratio,
-            "baseline_runs": baselines.len(),
-            "baseline_iterations": iterations,
-            "baseline_final_metric": baselines.iter().map(|b| b.final_metric()).collect::<Vec<_>>(),
+            "criterion_used": ctx.criterion,
+            "baseline_runs": ctx.baselines.len(),
+            "baseline_iterations": baseline_iterations,
+            "baseline_final_metric": ctx.baselines.iter().map(|m| m.last().copied()).collect::<Vec<_>>(),
         }),
+    })
+}
+
+/// What `run --plan` measures: the unperturbed run and one cohort iteration.
+pub fn plan(
+    scenario: &RecoveryScenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+) -> Result<super::Plan> {
+    build_and_visit(
+        &scenario.model,
+        cache,
+        &opts.data,
+        scenario.meta.seed,
+        PlanVisitor { scenario, opts },
+    )?
+}
+
+struct PlanVisitor<'a> {
+    scenario: &'a RecoveryScenario,
+    opts: &'a RunOptions,
+}
+
+impl ModelVisitor for PlanVisitor<'_> {
+    type Output = Result<super::Plan>;
+
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<super::Plan> {
+        let sc = self.scenario;
+        let convergence = convergence_for(model, sc, data);
+        let before = super::current_memory_bytes().unwrap_or(0);
+        let started = std::time::Instant::now();
+        let baseline = run_baseline(model, &convergence, run_seed(sc, 0))?;
+        let one_baseline = started.elapsed().as_secs_f64();
+        let runs = match sc.data_order {
+            DataOrderMode::Shared => 1,
+            DataOrderMode::PerTrial => sc.meta.trials,
+        };
+        let points = sc.points();
+        check_failure_times(&points, std::slice::from_ref(&baseline))?;
+        let costs: Vec<f64> = units(sc)
+            .iter()
+            .map(|&(p, t)| {
+                (baseline.iterations() - failure_iteration(&baseline, &points[p], sc.meta.seed, t)
+                    + 1) as f64
+            })
+            .collect();
+        // One iteration of a full cohort, from the middle of the run.
+        let after_baseline = super::current_memory_bytes().unwrap_or(0);
+        let size = model.cohort_size().max(1).min(costs.len().max(1));
+        let mid = &baseline.states[baseline.iterations() / 2];
+        let mut states: Vec<M::State> = (0..size)
+            .map(|_| {
+                let mut s = mid.clone();
+                model.rebuild_derived(&mut s);
+                s
+            })
+            .collect();
+        let active = vec![true; size];
+        let mut out = vec![0.0; size];
+        let mut ws = model.workspace();
+        let ctx = crate::model::IterCtx {
+            iteration: baseline.iterations() / 2,
+            run_seed: baseline.run_seed,
+        };
+        let t0 = std::time::Instant::now();
+        model.metric_many(&states, &active, ctx, &mut ws, &mut out);
+        model.step_many(&mut states, &active, ctx, &mut ws);
+        let per_trial_iteration = t0.elapsed().as_secs_f64() / size as f64;
+        let cohort_bytes = super::current_memory_bytes()
+            .unwrap_or(0)
+            .saturating_sub(after_baseline);
+        let baseline_bytes = after_baseline.saturating_sub(before);
+        let threads = self.opts.threads as u64;
+        Ok(super::Plan {
+            baseline_iterations: baseline.iterations(),
+            baseline_seconds: one_baseline * runs as f64
+                / if runs > 1 { threads as f64 } else { 1.0 },
+            trial_seconds: costs.iter().sum::<f64>() * per_trial_iteration,
+            memory_bytes: super::current_memory_bytes().unwrap_or(0)
+                + baseline_bytes * (runs as u64 - 1)
+                + cohort_bytes * threads.saturating_sub(1),
+            unit_costs: costs,
+        })
     }
 }

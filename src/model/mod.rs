@@ -7,7 +7,12 @@
 //! single blocks when it checkpoints, fails and recovers.
 
 pub mod cnn;
+pub mod gradient;
+pub mod kernels;
+pub mod lda;
 pub mod mlr;
+pub mod mlr_gradient;
+pub mod quadratic;
 pub mod registry;
 
 pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};
@@ -111,6 +116,51 @@ pub trait Model: Send + Sync {
     /// stepping it. Default: a full clone.
     fn snapshot(&self, state: &Self::State) -> Self::State {
         state.clone()
+    }
+
+    /// How many independent runs the engine should advance together with
+    /// [`Model::metric_many`] and [`Model::step_many`] (1: one at a time).
+    /// Runs in a cohort share the data order and stand at the same iteration,
+    /// so a model can read its data once for all of them (MLR stacks the
+    /// weight matrices of a cohort into one wide product). A run's results
+    /// must not depend on which other runs share its cohort.
+    fn cohort_size(&self) -> usize {
+        1
+    }
+
+    /// The metric of every `states[i]` with `active[i]`, into `out[i]`.
+    /// `next` is the iteration whose [`Model::step_many`] may follow on the
+    /// same states, so its work can be prepared. Default: one [`Model::metric`] each.
+    fn metric_many(
+        &self,
+        states: &[Self::State],
+        active: &[bool],
+        next: IterCtx,
+        ws: &mut Self::Workspace,
+        out: &mut [f64],
+    ) {
+        let _ = next;
+        for ((s, &a), o) in states.iter().zip(active).zip(out.iter_mut()) {
+            if a {
+                *o = self.metric(s, ws);
+            }
+        }
+    }
+
+    /// One iteration for every `states[i]` with `active[i]`. Default: one
+    /// [`Model::step`] each.
+    fn step_many(
+        &self,
+        states: &mut [Self::State],
+        active: &[bool],
+        ctx: IterCtx,
+        ws: &mut Self::Workspace,
+    ) {
+        for (s, &a) in states.iter_mut().zip(active) {
+            if a {
+                self.step(s, ctx, ws);
+            }
+        }
     }
 
     /// Norm of the difference between two states, over all blocks.

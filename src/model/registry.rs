@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Model;
 use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
+use super::lda::{Lda, LdaConfig, MAX_TOPICS};
 use super::mlr::{Mlr, MlrConfig};
-use crate::data::{DataCache, DataOptions, DatasetName, Provenance, synthetic};
+use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, synthetic};
 use crate::scenario::SourceText;
 
 /// A model and its hyper-parameters, as a scenario names them.
@@ -47,6 +48,28 @@ pub enum ModelSpec {
         /// The convergence metric.
         metric: CnnMetric,
     },
+    /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
+    Lda {
+        /// `20news` or `reuters`.
+        dataset: DatasetName,
+        /// Number of topics K.
+        topics: usize,
+        /// Symmetric Dirichlet prior on the doc-topic distributions.
+        alpha: f64,
+        /// Symmetric Dirichlet prior on the topic-word distributions.
+        beta: f64,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLda {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    topics: usize,
+    alpha: f64,
+    beta: f64,
 }
 
 #[derive(Deserialize)]
@@ -106,7 +129,7 @@ impl ModelSpec {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr"));
+                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, lda"));
             }
         };
         let value = toml::Value::Table(table.clone());
@@ -215,10 +238,42 @@ impl ModelSpec {
                     metric,
                 })
             }
+            "lda" => {
+                let raw: RawLda = RawLda::deserialize(value).map_err(bad)?;
+                if !matches!(raw.dataset, DatasetName::News20 | DatasetName::Reuters) {
+                    return Err(src.error_at(
+                        span,
+                        "model.dataset",
+                        "lda trains on `20news` or `reuters`",
+                    ));
+                }
+                if !(2..=MAX_TOPICS).contains(&raw.topics) {
+                    return Err(src.error_at(
+                        span,
+                        "model.topics",
+                        format!("{} is outside 2..={MAX_TOPICS}", raw.topics),
+                    ));
+                }
+                for (field, v) in [("model.alpha", raw.alpha), ("model.beta", raw.beta)] {
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(src.error_at(
+                            span,
+                            field,
+                            format!("{v} must be a positive number"),
+                        ));
+                    }
+                }
+                Ok(ModelSpec::Lda {
+                    dataset: raw.dataset,
+                    topics: raw.topics,
+                    alpha: raw.alpha,
+                    beta: raw.beta,
+                })
+            }
             other => Err(src.error_at(
                 span,
                 "model.kind",
-                format!("unknown model `{other}`; expected one of: mlr, cnn"),
+                format!("unknown model `{other}`; expected one of: mlr, lda, cnn"),
             )),
         }
     }
@@ -228,6 +283,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
             ModelSpec::Cnn { .. } => "cnn",
+            ModelSpec::Lda { .. } => "lda",
         }
     }
 
@@ -235,6 +291,7 @@ impl ModelSpec {
     pub fn dataset(&self) -> DatasetName {
         match self {
             ModelSpec::Mlr { dataset, .. } | ModelSpec::Cnn { dataset, .. } => *dataset,
+            ModelSpec::Lda { dataset, .. } => *dataset,
         }
     }
 }
@@ -247,7 +304,8 @@ pub struct DataUsed {
     /// Real files or stand-in.
     pub provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
-    /// (1 for real data). Criteria that are sums over the training set, and
+    /// (1 for real data); for text corpora, tokens in the corpus used divided
+    /// by tokens in the real corpus. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     /// Models whose criterion is a per-example mean and whose minibatch is
     /// not scaled (the CNN) report 1, so that nothing is scaled.
@@ -328,6 +386,33 @@ pub fn build_and_visit<V: ModelVisitor>(
                     seed,
                 },
             )?;
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Lda {
+            dataset,
+            topics,
+            alpha,
+            beta,
+        } => {
+            let data = corpus::cached_corpus(cache, *dataset, opts, seed)?;
+            let real = corpus::real_shape(*dataset)?;
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: match data.provenance {
+                    Provenance::Real { .. } => 1.0,
+                    Provenance::Synthetic { .. } => data.total_tokens() as f64 / real.tokens as f64,
+                },
+            };
+            let model = Lda::new(
+                data,
+                &LdaConfig {
+                    topics: *topics,
+                    alpha: *alpha,
+                    beta: *beta,
+                    init_seed: seed,
+                },
+            );
             Ok(visitor.visit(&model, &used))
         }
     }

@@ -30,7 +30,7 @@ impl RecoveryPolicy {
 }
 
 /// What one recovery did to the state.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RecoveryOutcome {
     /// Blocks reloaded from the checkpoint.
     pub restored_blocks: usize,

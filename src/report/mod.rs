@@ -1,6 +1,9 @@
-//! Results on disk: tidy CSV tables, the manifest, and atomic file writes.
+//! Results on disk: tidy CSV tables, the manifest, atomic file writes, and
+//! the figures drawn from them.
 
 pub mod atomic;
+pub mod figures;
+pub mod json_f64;
 pub mod manifest;
 pub mod table;
 

@@ -8,6 +8,7 @@
 //! the name of a bundled scenario (see `scarsim list`).
 
 pub mod bundled;
+pub mod protocol;
 pub mod recovery;
 mod source;
 
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+pub use protocol::ProtocolScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
 pub use source::SourceText;
 
@@ -42,19 +44,28 @@ pub struct Meta {
 pub enum Scenario {
     /// SCAR partial-recovery and priority-checkpoint experiments.
     Recovery(RecoveryScenario),
+    /// Dutta et al. K-sync/K-batch-sync/K-async/K-batch-async SGD in wall-clock time.
+    Protocol(ProtocolScenario),
 }
 
 /// The scenario kinds this build understands, with a one-line description.
-pub const KINDS: &[(&str, &str)] = &[(
-    "recovery",
-    "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
-)];
+pub const KINDS: &[(&str, &str)] = &[
+    (
+        "recovery",
+        "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
+    ),
+    (
+        "protocol",
+        "Dutta et al. straggler simulation: runtime per iteration and loss vs wall-clock time of K-sync/K-batch-sync/K-async/K-batch-async SGD",
+    ),
+];
 
 impl Scenario {
     /// The common fields.
     pub fn meta(&self) -> &Meta {
         match self {
             Scenario::Recovery(s) => &s.meta,
+            Scenario::Protocol(s) => &s.meta,
         }
     }
 
@@ -66,6 +77,7 @@ impl Scenario {
     ) -> Result<()> {
         let meta = match self {
             Scenario::Recovery(s) => &mut s.meta,
+            Scenario::Protocol(s) => &mut s.meta,
         };
         if let Some(t) = trials {
             if t == 0 {
@@ -136,6 +148,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
     };
     match kind.as_str() {
         "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
+        "protocol" => Ok(Scenario::Protocol(protocol::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",
             KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")

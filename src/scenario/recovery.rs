@@ -179,6 +179,9 @@ pub struct RecoveryScenario {
     pub model: ModelSpec,
     /// Convergence criterion and censoring limit.
     pub convergence: Convergence,
+    /// With a synthetic stand-in, set the criterion from the stand-in's own
+    /// curve instead of scaling the real criterion by the data size.
+    pub synthetic_criterion: Option<SyntheticCriterion>,
     /// Shared or per-trial minibatch order.
     pub data_order: DataOrderMode,
     /// Number of PS nodes blocks are placed on.
@@ -279,6 +282,26 @@ struct Raw {
 struct RawConvergence {
     criterion: Spanned<f64>,
     max_iterations: Spanned<usize>,
+    synthetic_criterion: Option<Spanned<RawSyntheticCriterion>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSyntheticCriterion {
+    descent: f64,
+    plateau_iteration: usize,
+}
+
+/// How a synthetic stand-in's criterion is set when the real criterion,
+/// scaled by the data size, does not fit the stand-in's curve (LDA): the
+/// criterion sits `descent` of the way from the metric of x(0) to the metric
+/// after `plateau_iteration` iterations of the unperturbed stand-in run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SyntheticCriterion {
+    /// Fraction of the descent, in (0, 1).
+    pub descent: f64,
+    /// Iteration whose metric stands for the plateau.
+    pub plateau_iteration: usize,
 }
 
 #[derive(Deserialize)]
@@ -372,6 +395,30 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             "must be at least 1",
         ));
     }
+    let synthetic_criterion = match &raw.convergence.synthetic_criterion {
+        None => None,
+        Some(sp) => {
+            let c = sp.get_ref();
+            if !(c.descent > 0.0 && c.descent < 1.0) {
+                return Err(src.error_at(
+                    sp.span(),
+                    "convergence.synthetic_criterion.descent",
+                    format!("{} is outside (0, 1)", c.descent),
+                ));
+            }
+            if c.plateau_iteration == 0 {
+                return Err(src.error_at(
+                    sp.span(),
+                    "convergence.synthetic_criterion.plateau_iteration",
+                    "must be at least 1",
+                ));
+            }
+            Some(SyntheticCriterion {
+                descent: c.descent,
+                plateau_iteration: c.plateau_iteration,
+            })
+        }
+    };
     let ps_nodes = *raw.cluster.ps_nodes.get_ref();
     if ps_nodes == 0 {
         return Err(src.error_at(
@@ -498,6 +545,7 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             criterion,
             max_iterations,
         },
+        synthetic_criterion,
         data_order: raw.data_order,
         ps_nodes,
         sweep,

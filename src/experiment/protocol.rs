@@ -1,0 +1,1039 @@
+//! Runs a `protocol` scenario: wall-clock simulations of the K-sync,
+//! K-batch-sync, K-async and K-batch-async protocols (Dutta et al. 2018).
+//!
+//! Every (point, trial) unit is one independent simulation. Trial `t` draws
+//! worker w's delays from `rng::stream(seed, Delay, t, w)` and its minibatches
+//! (or gradient noise) from the run seed of trial `t`, whatever the point:
+//! common random numbers, so protocols and K are compared on the same
+//! delays.
+//!
+//! - Runtime scenarios: time per iteration = (t_{W+N} − t_W)/N for W warm-up
+//!   and N measured updates, averaged over trials with a Student-t 95% CI, next
+//!   to the closed forms and bounds of [`crate::cluster::theory`].
+//! - Training scenarios: the loss on a common time grid (mean and CI per grid
+//!   time across trials), the error floor (mean loss over the last
+//!   `floor_window` of the horizon) next to the K-sync theory where it exists,
+//!   staleness histograms and a per-update log.
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::units::{Driver, Records};
+use super::{Outcome, RawResult, RunOptions};
+use crate::cluster::sim::{Handler, UpdateInfo};
+use crate::cluster::theory::{self, GradientTime, Theory};
+use crate::cluster::training::{Training, TrainingSetup, UpdateLog};
+use crate::cluster::{Delay, Protocol, RunStats, Stop, WorkerDelays, simulate};
+use crate::data::DataCache;
+use crate::model::gradient::{
+    GradientData, GradientModel, GradientVisitor, build_gradient_and_visit,
+};
+use crate::report::{Table, fmt_f64};
+use crate::rng::{Purpose, stream_key};
+use crate::scenario::protocol::{Measure, Point, ProtocolScenario, RuntimeConfig, TrainingConfig};
+use crate::stats::Summary;
+
+/// Columns of a runtime scenario's `summary.csv`.
+pub const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "protocol",
+    "x_name",
+    "x",
+    "metric",
+    "workers",
+    "k",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "theory_exact",
+    "theory_lower",
+    "theory_upper",
+    "theory_z",
+    "theory_rel_error",
+    "theory_check",
+    "theory_source",
+    "mean_staleness",
+    "staleness_theory",
+    "max_staleness",
+    "cancelled_per_update",
+    "gradients_per_update",
+    "compute_time",
+    "communication_time",
+    "warmup_updates",
+    "updates",
+];
+
+/// Columns of a runtime scenario's `trials.csv`.
+pub const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
+    "series",
+    "protocol",
+    "workers",
+    "k",
+    "trial",
+    "time_per_iteration",
+    "mean_staleness",
+    "max_staleness",
+    "cancelled_per_update",
+    "gradients_per_update",
+    "events",
+];
+
+/// Columns of `ratios.csv` (runtime scenarios).
+pub const RATIO_COLUMNS: &[&str] = &[
+    "scenario",
+    "workers",
+    "k",
+    "numerator",
+    "denominator",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "ratio_of_means",
+    "theory_exact",
+];
+
+/// Columns of a training scenario's `summary.csv`.
+pub const TRAINING_SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "protocol",
+    "x_name",
+    "x",
+    "metric",
+    "workers",
+    "k",
+    "k_schedule",
+    "staleness_aware_c",
+    "staleness_aware_eta_max",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "floor_mean",
+    "floor_ci95_low",
+    "floor_ci95_high",
+    "floor_theory_exact",
+    "floor_paper_bound",
+    "updates",
+    "time_per_update",
+    "mean_staleness",
+    "max_staleness",
+    "mean_learning_rate",
+    "mean_stale_distance2",
+    "diverged",
+    "model",
+    "dataset",
+    "data",
+    "eta",
+    "batch_size",
+    "horizon",
+    "compute_time",
+    "communication_time",
+];
+
+/// Columns of `loss_vs_time.csv`.
+pub const CURVE_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "protocol",
+    "workers",
+    "k",
+    "time",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "updates_mean",
+];
+
+/// Columns of a training scenario's `trials.csv`.
+pub const TRAINING_TRIAL_COLUMNS: &[&str] = &[
+    "series",
+    "protocol",
+    "workers",
+    "k",
+    "trial",
+    "final_loss",
+    "floor",
+    "updates",
+    "time_per_update",
+    "mean_staleness",
+    "max_staleness",
+    "mean_learning_rate",
+    "gradients",
+    "cancelled",
+    "events",
+];
+
+/// Columns of `updates.csv`.
+pub const UPDATE_COLUMNS: &[&str] = &[
+    "series",
+    "workers",
+    "k",
+    "trial",
+    "update",
+    "time",
+    "gradients",
+    "from_workers",
+    "staleness",
+    "staleness_mean",
+    "staleness_max",
+    "learning_rates",
+    "stale_distance2",
+    "loss",
+];
+
+/// Columns of `staleness.csv`.
+pub const STALENESS_COLUMNS: &[&str] = &[
+    "series",
+    "workers",
+    "k",
+    "staleness",
+    "or_more",
+    "count",
+    "fraction",
+];
+
+/// A readable name for every unit: `series=<label>,P=<p>,K=<k>,trial=<t>`.
+pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
+    let trials = scenario.meta.trials;
+    scenario
+        .points()
+        .iter()
+        .flat_map(|p| {
+            (0..trials).map(move |t| {
+                format!(
+                    "series={},P={},K={},trial={t}",
+                    p.label,
+                    p.workers,
+                    k_cell(p)
+                )
+            })
+        })
+        .collect()
+}
+
+/// Expected cost of every unit, for balancing shards: proportional to the
+/// number of workers simulated.
+pub fn unit_costs(scenario: &ProtocolScenario) -> Vec<f64> {
+    let points = scenario.points();
+    units(scenario)
+        .iter()
+        .map(|&(p, _)| points[p].workers as f64)
+        .collect()
+}
+
+/// The units of a scenario in output order: (point index, trial).
+fn units(scenario: &ProtocolScenario) -> Vec<(usize, usize)> {
+    let trials = scenario.meta.trials;
+    (0..scenario.points().len())
+        .flat_map(|p| (0..trials).map(move |t| (p, t)))
+        .collect()
+}
+
+/// Runs the units of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
+    scenario: &ProtocolScenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
+    match &scenario.measure {
+        Measure::Runtime(rt) => run_units(
+            scenario,
+            driver,
+            serde_json::json!({ "measure": "runtime" }),
+            |pi, t| {
+                let points = scenario.points();
+                Ok(serde_json::to_value(runtime_trial(
+                    scenario,
+                    rt,
+                    &points[pi],
+                    t,
+                ))?)
+            },
+        ),
+        Measure::Training(tc) => build_gradient_and_visit(
+            &tc.model,
+            cache,
+            &opts.data,
+            scenario.meta.seed,
+            tc.loss_subsample,
+            TrainingVisitor {
+                scenario,
+                config: tc,
+                driver,
+            },
+        )?,
+    }
+}
+
+/// Runs the units `driver` assigns with `unit(point, trial)`, journalling
+/// them in chunks, and returns them with `context`.
+fn run_units(
+    scenario: &ProtocolScenario,
+    driver: &Driver<'_>,
+    context: serde_json::Value,
+    unit: impl Fn(usize, usize) -> Result<serde_json::Value> + Sync,
+) -> Result<RawResult> {
+    let units = units(scenario);
+    let (mine, todo) = driver.assign(&unit_costs(scenario));
+    let done: Vec<Vec<(usize, serde_json::Value)>> = todo
+        .par_chunks(8)
+        .map(|chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+            if driver.cancelled() {
+                return Ok(Vec::new());
+            }
+            let records = chunk
+                .iter()
+                .map(|&u| Ok((u, unit(units[u].0, units[u].1)?)))
+                .collect::<Result<Vec<_>>>()?;
+            driver.finished(&records)?;
+            Ok(records)
+        })
+        .collect::<Result<_>>()?;
+    if driver.cancelled() {
+        return Err(driver.interrupted(mine.len()));
+    }
+    let mut records: Records = done.into_iter().flatten().collect();
+    for u in &mine {
+        if let Some(r) = driver.resumed().get(u) {
+            records.entry(*u).or_insert_with(|| r.clone());
+        }
+    }
+    Ok(RawResult { context, records })
+}
+
+/// The records of every unit, decoded, in unit order.
+fn decode<T: serde::de::DeserializeOwned>(
+    scenario: &ProtocolScenario,
+    raw: &RawResult,
+) -> Result<Vec<T>> {
+    let n = units(scenario).len();
+    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
+        anyhow::bail!(
+            "{} of {n} units have no result, e.g. {}",
+            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
+            unit_names(scenario)[missing]
+        );
+    }
+    (0..n)
+        .map(|u| {
+            serde_json::from_value(raw.records[&u].clone())
+                .with_context(|| format!("malformed record of unit {u}"))
+        })
+        .collect()
+}
+
+/// Builds the output tables from the records of every unit.
+pub fn tables(scenario: &ProtocolScenario, raw: &RawResult) -> Result<Outcome> {
+    match &scenario.measure {
+        Measure::Runtime(rt) => {
+            let results: Vec<RuntimeTrial> = decode(scenario, raw)?;
+            Ok(runtime_tables(scenario, rt, &results))
+        }
+        Measure::Training(tc) => {
+            let ctx: TrainingContext = serde_json::from_value(raw.context.clone())
+                .context("malformed protocol context (was it written by another version?)")?;
+            let results: Vec<TrainingTrial> = decode(scenario, raw)?;
+            let points = scenario.points();
+            Ok(training_tables(
+                scenario,
+                tc,
+                &points,
+                &results,
+                &tc.grid(),
+                &ctx,
+            ))
+        }
+    }
+}
+
+/// Facts about the trained model shared by every unit (identical in every shard).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct TrainingContext {
+    info: serde_json::Value,
+    name: String,
+    batch_size: usize,
+    dataset: String,
+    data_label: String,
+    data_details: serde_json::Value,
+    known_constants: serde_json::Value,
+    hessian_eigenvalues: Option<Vec<f64>>,
+    constants: Option<(f64, f64, f64, usize)>,
+}
+
+/// The constant communication time, if the communication delay is absent or
+/// constant (theory needs it); `None` otherwise.
+fn constant_shift(sc: &ProtocolScenario) -> Option<f64> {
+    match &sc.communication_time {
+        None => Some(0.0),
+        Some(Delay::Constant { value }) => Some(*value),
+        Some(_) => None,
+    }
+}
+
+fn describe_comm(sc: &ProtocolScenario) -> String {
+    sc.communication_time
+        .as_ref()
+        .map_or_else(|| "none".to_string(), Delay::describe)
+}
+
+fn k_cell(p: &Point) -> String {
+    p.k.map_or_else(String::new, |k| k.to_string())
+}
+
+// ---------------------------------------------------------------- runtime
+
+/// Watches updates: the clock at the end of the warm-up and staleness of the measured updates.
+struct RuntimeProbe {
+    warmup: u64,
+    t_warm: f64,
+    staleness_sum: f64,
+    staleness_n: u64,
+    staleness_max: u64,
+}
+
+impl Handler for RuntimeProbe {
+    fn update(&mut self, u: &UpdateInfo<'_>) {
+        if u.version == self.warmup {
+            self.t_warm = u.time;
+        }
+        if u.version > self.warmup {
+            for g in u.gradients {
+                self.staleness_sum += g.staleness as f64;
+                self.staleness_n += 1;
+                self.staleness_max = self.staleness_max.max(g.staleness);
+            }
+        }
+    }
+}
+
+/// One runtime trial.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct RuntimeTrial {
+    #[serde(with = "crate::report::json_f64")]
+    time_per_iteration: f64,
+    #[serde(with = "crate::report::json_f64")]
+    mean_staleness: f64,
+    max_staleness: u64,
+    stats: RunStats,
+}
+
+fn runtime_trial(sc: &ProtocolScenario, rt: &RuntimeConfig, p: &Point, t: usize) -> RuntimeTrial {
+    let protocol = sc.series[p.series].protocol;
+    let mut delays = WorkerDelays::new(
+        &sc.compute_time,
+        sc.communication_time.as_ref(),
+        sc.meta.seed,
+        t as u64,
+        p.workers,
+    );
+    let mut probe = RuntimeProbe {
+        warmup: rt.warmup_updates,
+        t_warm: 0.0,
+        staleness_sum: 0.0,
+        staleness_n: 0,
+        staleness_max: 0,
+    };
+    let stats = simulate(
+        p.workers,
+        protocol,
+        &p.schedule,
+        Stop::Updates(rt.warmup_updates + rt.updates),
+        &mut delays,
+        &mut probe,
+    );
+    RuntimeTrial {
+        time_per_iteration: (stats.end_time - probe.t_warm) / rt.updates as f64,
+        mean_staleness: probe.staleness_sum / probe.staleness_n.max(1) as f64,
+        max_staleness: probe.staleness_max,
+        stats,
+    }
+}
+
+/// The theory for a runtime point (empty when the communication time is random).
+fn runtime_theory(sc: &ProtocolScenario, p: &Point) -> Theory {
+    let (Some(shift), Some(k)) = (constant_shift(sc), p.k) else {
+        return Theory {
+            source: "no closed form (random communication time or K schedule)".into(),
+            ..Theory::default()
+        };
+    };
+    let x = GradientTime {
+        compute: &sc.compute_time,
+        shift,
+    };
+    theory::time_per_iteration(sc.series[p.series].protocol, &x, p.workers, k)
+}
+
+fn runtime_tables(sc: &ProtocolScenario, rt: &RuntimeConfig, results: &[RuntimeTrial]) -> Outcome {
+    let points = sc.points();
+    let trials = sc.meta.trials;
+    let by_point: Vec<&[RuntimeTrial]> = results.chunks(trials).collect();
+
+    let mut trial_table = Table::new(RUNTIME_TRIAL_COLUMNS.iter().copied());
+    let mut summary = Table::new(RUNTIME_SUMMARY_COLUMNS.iter().copied());
+    let mut theories = Vec::new();
+    for (pi, p) in points.iter().enumerate() {
+        let protocol = sc.series[p.series].protocol;
+        let rs = by_point[pi];
+        for (t, r) in rs.iter().enumerate() {
+            let st = &r.stats;
+            trial_table.push(vec![
+                p.label.clone(),
+                protocol.name().into(),
+                p.workers.to_string(),
+                k_cell(p),
+                t.to_string(),
+                fmt_f64(r.time_per_iteration),
+                fmt_f64(r.mean_staleness),
+                r.max_staleness.to_string(),
+                fmt_f64(st.cancelled as f64 / st.updates.max(1) as f64),
+                fmt_f64(st.pushed as f64 / st.updates.max(1) as f64),
+                st.events.to_string(),
+            ]);
+        }
+        let times: Vec<f64> = rs.iter().map(|r| r.time_per_iteration).collect();
+        let s = Summary::of(&times);
+        let th = runtime_theory(sc, p);
+        let se = s.std / (s.n as f64).sqrt();
+        let (z, rel, check) = match (th.exact, th.lower, th.upper) {
+            (Some(e), _, _) => (
+                (s.mean - e) / se,
+                (s.mean - e) / e,
+                if s.ci95_low <= e && e <= s.ci95_high {
+                    "agrees"
+                } else {
+                    "outside_ci"
+                },
+            ),
+            (None, lo, hi) if lo.is_some() || hi.is_some() => {
+                let ok = lo.is_none_or(|l| s.ci95_high >= l) && hi.is_none_or(|h| s.ci95_low <= h);
+                (
+                    f64::NAN,
+                    f64::NAN,
+                    if ok {
+                        "within_bounds"
+                    } else {
+                        "outside_bounds"
+                    },
+                )
+            }
+            _ => (f64::NAN, f64::NAN, ""),
+        };
+        let mean_of = |f: &dyn Fn(&RuntimeTrial) -> f64| {
+            rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
+        };
+        summary.push(vec![
+            sc.meta.name.clone(),
+            p.label.clone(),
+            protocol.name().into(),
+            "k".into(),
+            k_cell(p),
+            "time_per_iteration".into(),
+            p.workers.to_string(),
+            k_cell(p),
+            s.n.to_string(),
+            fmt_f64(s.mean),
+            fmt_f64(s.std),
+            fmt_f64(s.ci95_low),
+            fmt_f64(s.ci95_high),
+            th.exact.map_or_else(String::new, fmt_f64),
+            th.lower.map_or_else(String::new, fmt_f64),
+            th.upper.map_or_else(String::new, fmt_f64),
+            fmt_f64(z),
+            fmt_f64(rel),
+            check.into(),
+            th.source.clone(),
+            fmt_f64(mean_of(&|r| r.mean_staleness)),
+            p.k.map_or_else(String::new, |k| {
+                fmt_f64(theory::mean_staleness(protocol, p.workers, k))
+            }),
+            rs.iter()
+                .map(|r| r.max_staleness)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
+            fmt_f64(mean_of(&|r| {
+                r.stats.cancelled as f64 / r.stats.updates.max(1) as f64
+            })),
+            fmt_f64(mean_of(&|r| {
+                r.stats.pushed as f64 / r.stats.updates.max(1) as f64
+            })),
+            sc.compute_time.describe(),
+            describe_comm(sc),
+            rt.warmup_updates.to_string(),
+            rt.updates.to_string(),
+        ]);
+        theories.push(th);
+    }
+    let ratios = ratio_table(sc, &points, &by_point, &theories);
+    let events: u64 = results.iter().map(|r| r.stats.events).sum();
+    Outcome {
+        summary,
+        trials: trial_table,
+        extra: vec![("ratios.csv".into(), ratios)],
+        data: json!({ "dataset": "none" }),
+        details: json!({
+            "measure": "runtime",
+            "simulated_events": events,
+        }),
+    }
+}
+
+/// Sync/async ratios of the mean time per iteration: K-sync over K-async and
+/// K-batch-sync over K-batch-async at the same (P, K), and fully synchronous
+/// (K-sync, K = P) over asynchronous (K = 1 of K-async, else K-batch-async)
+/// SGD. Per-trial ratios (trial t of both, which share their delays) give the
+/// mean and CI; theory is the ratio of the exact values where both exist
+/// (for exponential delays fully-sync/async = P·H_P).
+fn ratio_table(
+    sc: &ProtocolScenario,
+    points: &[Point],
+    by_point: &[&[RuntimeTrial]],
+    theories: &[Theory],
+) -> Table {
+    let mut t = Table::new(RATIO_COLUMNS.iter().copied());
+    let find = |proto: Protocol, p: usize, k: usize| {
+        points.iter().position(|pt| {
+            sc.series[pt.series].protocol == proto && pt.workers == p && pt.k == Some(k)
+        })
+    };
+    let mut push = |num: usize, den: usize, k_label: String| {
+        let a = by_point[num];
+        let b = by_point[den];
+        let r: Vec<f64> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| x.time_per_iteration / y.time_per_iteration)
+            .collect();
+        let s = Summary::of(&r);
+        let mean = |v: &[RuntimeTrial]| {
+            v.iter().map(|x| x.time_per_iteration).sum::<f64>() / v.len() as f64
+        };
+        let th = match (theories[num].exact, theories[den].exact) {
+            (Some(x), Some(y)) => fmt_f64(x / y),
+            _ => String::new(),
+        };
+        t.push(vec![
+            sc.meta.name.clone(),
+            points[num].workers.to_string(),
+            k_label,
+            points[num].label.clone(),
+            points[den].label.clone(),
+            s.n.to_string(),
+            fmt_f64(s.mean),
+            fmt_f64(s.std),
+            fmt_f64(s.ci95_low),
+            fmt_f64(s.ci95_high),
+            fmt_f64(mean(a) / mean(b)),
+            th,
+        ]);
+    };
+    for &p in &sc.workers {
+        if let (Some(num), Some(den)) = (
+            find(Protocol::KSync, p, p),
+            find(Protocol::KAsync, p, 1).or_else(|| find(Protocol::KBatchAsync, p, 1)),
+        ) {
+            push(num, den, "P/1".into());
+        }
+        for k in crate::scenario::protocol::divisors(p) {
+            for (sync, asy) in [
+                (Protocol::KSync, Protocol::KAsync),
+                (Protocol::KBatchSync, Protocol::KBatchAsync),
+            ] {
+                if let (Some(num), Some(den)) = (find(sync, p, k), find(asy, p, k)) {
+                    push(num, den, k.to_string());
+                }
+            }
+        }
+    }
+    t
+}
+
+// ---------------------------------------------------------------- training
+
+struct TrainingVisitor<'a> {
+    scenario: &'a ProtocolScenario,
+    config: &'a TrainingConfig,
+    driver: &'a Driver<'a>,
+}
+
+/// One training trial.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct TrainingTrial {
+    #[serde(with = "crate::report::json_f64::vec")]
+    grid_loss: Vec<f64>,
+    grid_updates: Vec<u64>,
+    histogram: Vec<u64>,
+    #[serde(with = "crate::report::json_f64")]
+    staleness_mean: f64,
+    staleness_max: u64,
+    #[serde(with = "crate::report::json_f64")]
+    mean_rate: f64,
+    #[serde(with = "crate::report::json_f64")]
+    stale_distance2: f64,
+    #[serde(with = "crate::report::json_f64")]
+    last_update_time: f64,
+    #[serde(with = "crate::report::json_f64")]
+    floor: f64,
+    log: Vec<UpdateLog>,
+    stats: RunStats,
+}
+
+/// Seed of trial `t`'s minibatches and gradient noise (shared by all points).
+pub fn run_seed(sc: &ProtocolScenario, trial: usize) -> u64 {
+    stream_key(sc.meta.seed, Purpose::DataOrder, trial as u64, 0)
+}
+
+fn staleness_buckets(workers: usize) -> usize {
+    (4 * workers + 1).max(16)
+}
+
+impl GradientVisitor for TrainingVisitor<'_> {
+    type Output = Result<RawResult>;
+
+    fn visit<M: GradientModel>(self, model: &M, data: &GradientData) -> Result<RawResult> {
+        let sc = self.scenario;
+        let tc = self.config;
+        let points = sc.points();
+        let trials = sc.meta.trials;
+        let grid = tc.grid();
+        let floor_from = tc.horizon * (1.0 - tc.floor_window);
+        let _ = trials;
+        let units = units(sc);
+        let driver = self.driver;
+        let (mine, todo) = driver.assign(&unit_costs(sc));
+        let run_one = |ws: &mut M::Workspace, pi: usize, t: usize| -> TrainingTrial {
+            let p = &points[pi];
+            let series = &sc.series[p.series];
+            let mut delays = WorkerDelays::new(
+                &sc.compute_time,
+                sc.communication_time.as_ref(),
+                sc.meta.seed,
+                t as u64,
+                p.workers,
+            );
+            let mut tr = Training::new(
+                model,
+                ws,
+                p.workers,
+                TrainingSetup {
+                    eta: tc.eta,
+                    staleness_aware: series.staleness_aware,
+                    run_seed: run_seed(sc, t),
+                    grid: &grid,
+                    log_updates: (t < tc.record_trials).then_some(tc.loss_every),
+                    staleness_buckets: staleness_buckets(p.workers),
+                },
+            );
+            let stats = simulate(
+                p.workers,
+                series.protocol,
+                &p.schedule,
+                Stop::Time(tc.horizon),
+                &mut delays,
+                &mut tr,
+            );
+            tr.finish(tc.horizon);
+            let window: Vec<f64> = grid
+                .iter()
+                .zip(&tr.grid_loss)
+                .filter(|(g, _)| **g >= floor_from)
+                .map(|(_, l)| *l)
+                .collect();
+            let (ss, _, sn) = tr.staleness_sum;
+            TrainingTrial {
+                floor: window.iter().sum::<f64>() / window.len().max(1) as f64,
+                grid_loss: std::mem::take(&mut tr.grid_loss),
+                grid_updates: std::mem::take(&mut tr.grid_updates),
+                histogram: std::mem::take(&mut tr.staleness_histogram),
+                staleness_mean: ss / sn.max(1) as f64,
+                staleness_max: tr.staleness_max,
+                mean_rate: tr.rate_sum.0 / tr.rate_sum.1.max(1) as f64,
+                stale_distance2: if tr.stale_distance2_sum.1 > 0 {
+                    tr.stale_distance2_sum.0 / tr.stale_distance2_sum.1 as f64
+                } else {
+                    f64::NAN
+                },
+                last_update_time: tr.last_update_time(),
+                log: std::mem::take(&mut tr.log),
+                stats,
+            }
+        };
+        let done: Vec<Vec<(usize, serde_json::Value)>> = todo
+            .par_chunks(4)
+            .map_init(
+                || model.workspace(),
+                |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+                    if driver.cancelled() {
+                        return Ok(Vec::new());
+                    }
+                    let records = chunk
+                        .iter()
+                        .map(|&u| {
+                            Ok((
+                                u,
+                                serde_json::to_value(run_one(ws, units[u].0, units[u].1))?,
+                            ))
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    driver.finished(&records)?;
+                    Ok(records)
+                },
+            )
+            .collect::<Result<_>>()?;
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in &mine {
+            if let Some(r) = driver.resumed().get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        let info = model.info();
+        let kc = model.known_constants();
+        let context = TrainingContext {
+            info: serde_json::to_value(&info)?,
+            name: info.name.to_string(),
+            batch_size: info.batch_size,
+            dataset: data.dataset.clone(),
+            data_label: data.label.to_string(),
+            data_details: data.details.clone(),
+            known_constants: serde_json::to_value(&kc)?,
+            hessian_eigenvalues: kc.as_ref().map(|k| k.hessian_eigenvalues.clone()),
+            constants: kc.as_ref().map(|k| (k.l, k.c, k.sigma2, k.batch_size)),
+        };
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
+    }
+}
+
+/// The K-sync error-floor theory for point `p`, when the model's constants are
+/// known and every gradient of the point is fresh (K-sync, K-batch-sync, or
+/// K-async with K = P): (exact, paper bound).
+fn floor_theory(
+    sc: &ProtocolScenario,
+    tc: &TrainingConfig,
+    p: &Point,
+    ctx: &TrainingContext,
+) -> (Option<f64>, Option<f64>) {
+    let series = &sc.series[p.series];
+    let (Some((l, c, sigma2, batch_size)), Some(eigen), Some(k)) =
+        (ctx.constants, ctx.hessian_eigenvalues.as_ref(), p.k)
+    else {
+        return (None, None);
+    };
+    let fresh = match series.protocol {
+        Protocol::KSync | Protocol::KBatchSync => true,
+        Protocol::KAsync => k == p.workers,
+        Protocol::KBatchAsync => false,
+    };
+    if !fresh {
+        return (None, None);
+    }
+    // With fresh gradients the staleness-aware rate is always η_max.
+    let eta = series.staleness_aware.map_or(tc.eta, |s| s.eta_max);
+    (
+        theory::quadratic_floor_exact(eta, sigma2, k, batch_size, eigen),
+        Some(theory::k_sync_floor_bound(eta, l, c, sigma2, k, batch_size)),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn training_tables(
+    sc: &ProtocolScenario,
+    tc: &TrainingConfig,
+    points: &[Point],
+    results: &[TrainingTrial],
+    grid: &[f64],
+    ctx: &TrainingContext,
+) -> Outcome {
+    let trials = sc.meta.trials;
+    let by_point: Vec<&[TrainingTrial]> = results.chunks(trials).collect();
+    let mut summary = Table::new(TRAINING_SUMMARY_COLUMNS.iter().copied());
+    let mut curve = Table::new(CURVE_COLUMNS.iter().copied());
+    let mut trial_table = Table::new(TRAINING_TRIAL_COLUMNS.iter().copied());
+    let mut updates = Table::new(UPDATE_COLUMNS.iter().copied());
+    let mut staleness = Table::new(STALENESS_COLUMNS.iter().copied());
+    for (pi, p) in points.iter().enumerate() {
+        let series = &sc.series[p.series];
+        let protocol = series.protocol.name();
+        let rs = by_point[pi];
+        let final_loss: Vec<f64> = rs
+            .iter()
+            .map(|r| r.grid_loss.last().copied().unwrap_or(f64::NAN))
+            .collect();
+        let s = Summary::of(&final_loss);
+        let floors: Vec<f64> = rs.iter().map(|r| r.floor).collect();
+        let f = Summary::of(&floors);
+        let (exact, bound) = floor_theory(sc, tc, p, ctx);
+        let mean_of = |g: &dyn Fn(&TrainingTrial) -> f64| {
+            rs.iter().map(g).sum::<f64>() / rs.len().max(1) as f64
+        };
+        let sa = series.staleness_aware;
+        summary.push(vec![
+            sc.meta.name.clone(),
+            p.label.clone(),
+            protocol.into(),
+            "k".into(),
+            k_cell(p),
+            "final_loss".into(),
+            p.workers.to_string(),
+            k_cell(p),
+            p.schedule.describe(),
+            sa.map_or_else(String::new, |s| fmt_f64(s.c)),
+            sa.map_or_else(String::new, |s| fmt_f64(s.eta_max)),
+            s.n.to_string(),
+            fmt_f64(s.mean),
+            fmt_f64(s.std),
+            fmt_f64(s.ci95_low),
+            fmt_f64(s.ci95_high),
+            fmt_f64(f.mean),
+            fmt_f64(f.ci95_low),
+            fmt_f64(f.ci95_high),
+            exact.map_or_else(String::new, fmt_f64),
+            bound.map_or_else(String::new, fmt_f64),
+            fmt_f64(mean_of(&|r| r.stats.updates as f64)),
+            fmt_f64(mean_of(&|r| {
+                r.last_update_time / r.stats.updates.max(1) as f64
+            })),
+            fmt_f64(mean_of(&|r| r.staleness_mean)),
+            rs.iter()
+                .map(|r| r.staleness_max)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
+            fmt_f64(mean_of(&|r| r.mean_rate)),
+            fmt_f64(mean_of(&|r| r.stale_distance2)),
+            final_loss
+                .iter()
+                .filter(|l| !l.is_finite())
+                .count()
+                .to_string(),
+            ctx.name.clone(),
+            ctx.dataset.clone(),
+            ctx.data_label.clone(),
+            fmt_f64(tc.eta),
+            ctx.batch_size.to_string(),
+            fmt_f64(tc.horizon),
+            sc.compute_time.describe(),
+            describe_comm(sc),
+        ]);
+        for (gi, &g) in grid.iter().enumerate() {
+            let v: Vec<f64> = rs.iter().map(|r| r.grid_loss[gi]).collect();
+            let s = Summary::of(&v);
+            let u = rs.iter().map(|r| r.grid_updates[gi] as f64).sum::<f64>() / rs.len() as f64;
+            curve.push(vec![
+                sc.meta.name.clone(),
+                p.label.clone(),
+                protocol.into(),
+                p.workers.to_string(),
+                k_cell(p),
+                fmt_f64(g),
+                s.n.to_string(),
+                fmt_f64(s.mean),
+                fmt_f64(s.std),
+                fmt_f64(s.ci95_low),
+                fmt_f64(s.ci95_high),
+                fmt_f64(u),
+            ]);
+        }
+        for (t, r) in rs.iter().enumerate() {
+            let st = &r.stats;
+            trial_table.push(vec![
+                p.label.clone(),
+                protocol.into(),
+                p.workers.to_string(),
+                k_cell(p),
+                t.to_string(),
+                fmt_f64(final_loss[t]),
+                fmt_f64(r.floor),
+                st.updates.to_string(),
+                fmt_f64(r.last_update_time / st.updates.max(1) as f64),
+                fmt_f64(r.staleness_mean),
+                r.staleness_max.to_string(),
+                fmt_f64(r.mean_rate),
+                st.pushed.to_string(),
+                st.cancelled.to_string(),
+                st.events.to_string(),
+            ]);
+            let join = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(";");
+            for u in &r.log {
+                let n = u.staleness.len().max(1) as f64;
+                updates.push(vec![
+                    p.label.clone(),
+                    p.workers.to_string(),
+                    k_cell(p),
+                    t.to_string(),
+                    u.version.to_string(),
+                    fmt_f64(u.time),
+                    u.workers.len().to_string(),
+                    join(&mut u.workers.iter().map(|w| w.to_string())),
+                    join(&mut u.staleness.iter().map(|s| s.to_string())),
+                    fmt_f64(u.staleness.iter().sum::<u64>() as f64 / n),
+                    u.staleness.iter().max().copied().unwrap_or(0).to_string(),
+                    join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
+                    join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
+                    fmt_f64(u.loss),
+                ]);
+            }
+        }
+        let buckets = staleness_buckets(p.workers);
+        let mut hist = vec![0u64; buckets];
+        for r in rs {
+            for (h, c) in hist.iter_mut().zip(&r.histogram) {
+                *h += c;
+            }
+        }
+        let total: u64 = hist.iter().sum();
+        for (s, &c) in hist.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            staleness.push(vec![
+                p.label.clone(),
+                p.workers.to_string(),
+                k_cell(p),
+                s.to_string(),
+                (s + 1 == buckets).to_string(),
+                c.to_string(),
+                fmt_f64(c as f64 / total as f64),
+            ]);
+        }
+    }
+    let events: u64 = results.iter().map(|r| r.stats.events).sum();
+    let gradients: u64 = results.iter().map(|r| r.stats.pushed).sum();
+    Outcome {
+        summary,
+        trials: trial_table,
+        extra: vec![
+            ("loss_vs_time.csv".into(), curve),
+            ("updates.csv".into(), updates),
+            ("staleness.csv".into(), staleness),
+        ],
+        data: ctx.data_details.clone(),
+        details: json!({
+            "measure": "training",
+            "model": ctx.info,
+            "known_constants": ctx.known_constants,
+            "grid_points": grid.len(),
+            "floor_window_from": tc.horizon * (1.0 - tc.floor_window),
+            "simulated_events": events,
+            "gradients_computed": gradients,
+        }),
+    }
+}

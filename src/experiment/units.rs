@@ -1,0 +1,455 @@
+//! Units of work, shards and the journal.
+//!
+//! A scenario is a list of independent units (one trial at one point). A run
+//! may be responsible for all of them or for one shard (`--shard i/n`,
+//! balanced by expected cost). Every finished unit is appended to a journal
+//! (`units.jsonl`, one checksummed JSON line per unit, flushed), so an
+//! interrupted run resumes where it stopped (`--resume`), and a finished
+//! shard's journal is its result, which `scarsim merge` combines into exactly
+//! the files an unsharded run writes.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+
+/// Set by Ctrl-C (see `commands`): running cohorts stop and the run exits
+/// with its journal intact.
+pub static CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// Records of finished units, by unit index.
+pub type Records = BTreeMap<usize, serde_json::Value>;
+
+/// One slice of a sharded run: shard `index` of `count` (0-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, in `0..count`.
+    pub index: usize,
+    /// Number of shards.
+    pub count: usize,
+}
+
+/// Environment variables that batch engines set to a job's array index.
+pub const INDEX_VARIABLES: &[&str] = &["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
+
+impl Shard {
+    /// Parses `i/n`; `i` may be `env` to read the index from
+    /// `SLURM_ARRAY_TASK_ID` (Slurm job arrays) or `JOB_COMPLETION_INDEX`
+    /// (Kubernetes indexed jobs).
+    pub fn parse(text: &str) -> Result<Shard> {
+        let Some((i, n)) = text.split_once('/') else {
+            bail!("--shard {text:?}: expected INDEX/COUNT, e.g. 0/4 (0-based) or env/4");
+        };
+        let count: usize = n
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&c| c >= 1)
+            .with_context(|| format!("--shard {text:?}: COUNT must be a whole number ≥ 1"))?;
+        let index = if i.trim() == "env" {
+            let (var, value) = INDEX_VARIABLES
+                .iter()
+                .find_map(|v| std::env::var(v).ok().map(|x| (*v, x)))
+                .with_context(|| {
+                    format!(
+                        "--shard env/{count}: none of {} is set",
+                        INDEX_VARIABLES.join(", ")
+                    )
+                })?;
+            value.trim().parse().with_context(|| {
+                format!("--shard env/{count}: {var}={value:?} is not a whole number")
+            })?
+        } else {
+            i.trim()
+                .parse()
+                .with_context(|| format!("--shard {text:?}: INDEX must be a whole number"))?
+        };
+        if index >= count {
+            bail!("--shard {index}/{count}: INDEX must be in 0..{count} (0-based)");
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Folder suffix of this shard's results: `shard-<i>-of-<n>`.
+    pub fn suffix(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+}
+
+/// Assigns units to `count` shards balancing their total expected cost
+/// (longest-processing-time first; ties go to the lower index), and returns
+/// the units of shard `index`, in increasing order.
+pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+    let mut load = vec![0.0f64; shard.count];
+    let mut mine = Vec::new();
+    for u in order {
+        let target = (0..shard.count)
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+            .expect("at least one shard");
+        load[target] += costs[u].max(0.0);
+        if target == shard.index {
+            mine.push(u);
+        }
+    }
+    mine.sort_unstable();
+    mine
+}
+
+/// FNV-1a over bytes, as 16 hex digits (checksums and fingerprints).
+pub fn fnv64(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The first line of a journal: what it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalHeader {
+    /// Program version that wrote it.
+    pub version: String,
+    /// Scenario name.
+    pub scenario: String,
+    /// Fingerprint of the resolved scenario and data options.
+    pub fingerprint: String,
+    /// The shard, if the run is sharded.
+    pub shard: Option<Shard>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct UnitLine {
+    unit: usize,
+    record: serde_json::Value,
+}
+
+/// An append-only, checksummed journal of finished units.
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+}
+
+fn line_for<T: Serialize>(value: &T) -> Result<String> {
+    let json = serde_json::to_string(value)?;
+    Ok(format!("{}\t{json}\n", fnv64(json.as_bytes())))
+}
+
+fn parse_line(line: &str) -> Option<&str> {
+    let (sum, json) = line.split_once('\t')?;
+    (fnv64(json.as_bytes()) == sum).then_some(json)
+}
+
+impl Journal {
+    /// Starts a new journal at `path` (replacing any old one).
+    pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create folder {}", dir.display()))?;
+        }
+        let mut file = File::create(path)
+            .with_context(|| format!("cannot create journal {}", path.display()))?;
+        file.write_all(line_for(header)?.as_bytes())
+            .with_context(|| format!("cannot write journal {}", path.display()))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Reads the journal at `path`: its header and every intact unit line.
+    /// Reading stops at the first torn or corrupt line (a crash mid-write);
+    /// with `truncate` the file is cut there so appends continue cleanly.
+    /// Returns the records and the number of lines dropped.
+    pub fn read(path: &Path, truncate: bool) -> Result<(JournalHeader, Records, usize)> {
+        let file =
+            File::open(path).with_context(|| format!("cannot open journal {}", path.display()))?;
+        let mut reader = BufReader::new(file);
+        let mut line = String::new();
+        let mut good_bytes = 0u64;
+        let mut header: Option<JournalHeader> = None;
+        let mut records = Records::new();
+        let mut dropped = 0;
+        loop {
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .with_context(|| format!("cannot read journal {}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            let intact = line.ends_with('\n') && parse_line(line.trim_end_matches('\n')).is_some();
+            if !intact {
+                dropped = 1 + reader.lines().count();
+                break;
+            }
+            let json = parse_line(line.trim_end_matches('\n')).expect("checked");
+            if header.is_none() {
+                header = Some(serde_json::from_str(json).with_context(|| {
+                    format!("{}: the first line is not a journal header", path.display())
+                })?);
+            } else {
+                let u: UnitLine = serde_json::from_str(json)
+                    .with_context(|| format!("{}: malformed unit line", path.display()))?;
+                records.insert(u.unit, u.record);
+            }
+            good_bytes += n as u64;
+        }
+        let Some(header) = header else {
+            bail!(
+                "{}: no intact journal header; delete the file and run without --resume",
+                path.display()
+            );
+        };
+        if truncate && dropped > 0 {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("cannot open journal {}", path.display()))?;
+            f.set_len(good_bytes)
+                .with_context(|| format!("cannot truncate journal {}", path.display()))?;
+        }
+        Ok((header, records, dropped))
+    }
+
+    /// Opens an existing journal for appending (after [`Journal::read`]).
+    pub fn append_to(path: &Path) -> Result<Journal> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open journal {}", path.display()))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends finished units (one line each) and flushes them to the OS.
+    pub fn append(&mut self, units: &[(usize, serde_json::Value)]) -> Result<()> {
+        let mut text = String::new();
+        for (unit, record) in units {
+            text.push_str(&line_for(&UnitLine {
+                unit: *unit,
+                record: record.clone(),
+            })?);
+        }
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|_| self.file.flush())
+            .with_context(|| format!("cannot append to journal {}", self.path.display()))
+    }
+
+    /// Where the journal lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Raised when a run is stopped (Ctrl-C) before its units are all done.
+#[derive(Debug)]
+pub struct Interrupted {
+    /// Units finished and journalled.
+    pub done: usize,
+    /// Units this run is responsible for.
+    pub total: usize,
+    /// The journal holding the finished units.
+    pub journal: PathBuf,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted: {} of {} units are done and journalled in {}; \
+             run the same command again with --resume to finish",
+            self.done,
+            self.total,
+            self.journal.display()
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// What a run must do with its units: which shard, what is already done,
+/// where to journal, and whether to stop.
+pub struct Driver<'a> {
+    shard: Option<Shard>,
+    resumed: Records,
+    journal: Option<Mutex<Journal>>,
+    progress: &'a ProgressBar,
+    cancel: &'a AtomicBool,
+    finished: Mutex<usize>,
+}
+
+impl<'a> Driver<'a> {
+    /// A driver for a run; `resumed` are units finished by an earlier run.
+    pub fn new(
+        shard: Option<Shard>,
+        resumed: Records,
+        journal: Option<Journal>,
+        progress: &'a ProgressBar,
+        cancel: &'a AtomicBool,
+    ) -> Driver<'a> {
+        Driver {
+            shard,
+            resumed,
+            journal: journal.map(Mutex::new),
+            progress,
+            cancel,
+            finished: Mutex::new(0),
+        }
+    }
+
+    /// A driver that runs everything and journals nothing (library use, tests).
+    pub fn all(progress: &'a ProgressBar, cancel: &'a AtomicBool) -> Driver<'a> {
+        Driver::new(None, Records::new(), None, progress, cancel)
+    }
+
+    /// Given every unit's expected cost, the units this run is responsible
+    /// for (`mine`, sorted) and those of them it still has to run (`todo`).
+    pub fn assign(&self, costs: &[f64]) -> (Vec<usize>, Vec<usize>) {
+        let mine = match self.shard {
+            Some(s) => assign(costs, s),
+            None => (0..costs.len()).collect(),
+        };
+        let todo = mine
+            .iter()
+            .copied()
+            .filter(|u| !self.resumed.contains_key(u))
+            .collect();
+        self.progress.set_length(mine.len() as u64);
+        self.progress
+            .set_position((mine.len() - self.todo_len(&mine)) as u64);
+        (mine, todo)
+    }
+
+    fn todo_len(&self, mine: &[usize]) -> usize {
+        mine.iter()
+            .filter(|u| !self.resumed.contains_key(u))
+            .count()
+    }
+
+    /// Records finished units: journal them and advance the progress bar.
+    pub fn finished(&self, units: &[(usize, serde_json::Value)]) -> Result<()> {
+        if let Some(j) = &self.journal {
+            j.lock().expect("journal lock").append(units)?;
+        }
+        *self.finished.lock().expect("counter lock") += units.len();
+        self.progress.inc(units.len() as u64);
+        Ok(())
+    }
+
+    /// Units finished (and journalled) by this run so far.
+    pub fn finished_count(&self) -> usize {
+        *self.finished.lock().expect("counter lock")
+    }
+
+    /// Whether the run should stop now.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Units finished by an earlier run (from the journal).
+    pub fn resumed(&self) -> &Records {
+        &self.resumed
+    }
+
+    /// The error to return when stopped early.
+    pub fn interrupted(&self, total: usize) -> anyhow::Error {
+        let done = self.resumed.len() + *self.finished.lock().expect("counter lock");
+        let journal = self
+            .journal
+            .as_ref()
+            .map(|j| j.lock().expect("journal lock").path().to_path_buf())
+            .unwrap_or_default();
+        anyhow::Error::new(Interrupted {
+            done: done.min(total),
+            total,
+            journal,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_and_balance() {
+        let costs: Vec<f64> = (0..100).map(|u| 1.0 + (u % 7) as f64).collect();
+        let mut seen = vec![0; 100];
+        let mut loads = Vec::new();
+        for i in 0..3 {
+            let mine = assign(&costs, Shard { index: i, count: 3 });
+            loads.push(mine.iter().map(|&u| costs[u]).sum::<f64>());
+            for u in mine {
+                seen[u] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+        let (lo, hi) = (
+            loads.iter().cloned().fold(f64::MAX, f64::min),
+            loads.iter().cloned().fold(0.0, f64::max),
+        );
+        assert!(hi - lo <= 7.0, "balanced loads {loads:?}");
+    }
+
+    #[test]
+    fn shard_parsing() {
+        assert_eq!(Shard::parse("2/5").unwrap(), Shard { index: 2, count: 5 });
+        assert!(
+            Shard::parse("5/5")
+                .unwrap_err()
+                .to_string()
+                .contains("0..5")
+        );
+        assert!(Shard::parse("x").is_err());
+        assert!(Shard::parse("1/0").is_err());
+    }
+
+    #[test]
+    fn journal_survives_a_torn_last_line() {
+        let dir = std::env::temp_dir().join(format!("scarsim-journal-{}", std::process::id()));
+        let path = dir.join("units.jsonl");
+        let header = JournalHeader {
+            version: "v".into(),
+            scenario: "s".into(),
+            fingerprint: "f".into(),
+            shard: None,
+        };
+        let mut j = Journal::create(&path, &header).unwrap();
+        j.append(&[
+            (3, serde_json::json!({"a": 0.1})),
+            (1, serde_json::json!({"a": 2})),
+        ])
+        .unwrap();
+        drop(j);
+        // A torn line (no newline) and a corrupt checksum.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        let good_len = text.len();
+        text.push_str("0000\t{\"unit\":7,\"rec");
+        std::fs::write(&path, &text).unwrap();
+        let (h, recs, dropped) = Journal::read(&path, true).unwrap();
+        assert_eq!(h, header);
+        assert_eq!(recs.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(recs[&3]["a"], 0.1);
+        assert_eq!(dropped, 1);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().len(), good_len);
+        // A corrupt complete line is dropped as well.
+        let mut bad = std::fs::read_to_string(&path).unwrap();
+        bad.push_str("ffffffffffffffff\t{\"unit\":9,\"record\":1}\n");
+        std::fs::write(&path, &bad).unwrap();
+        let (_, recs, dropped) = Journal::read(&path, false).unwrap();
+        assert_eq!((recs.len(), dropped), (2, 1));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

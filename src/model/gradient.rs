@@ -1,0 +1,253 @@
+//! Gradient models: what the wall-clock protocol simulations need from a
+//! model. Unlike [`super::Model`], which owns its update rule, a gradient
+//! model only evaluates minibatch gradients at *given* parameters (possibly
+//! stale ones a worker pulled long ago) and a loss; the parameter server of
+//! [`crate::cluster`] applies the updates.
+//!
+//! Parameters are one flat `f32` vector, so any model (MLR's weight matrix, a
+//! CNN's layer tensors laid end to end, a quadratic's coordinates) fits.
+//! To add one: implement [`GradientModel`], add a [`GradientSpec`] case (or a
+//! [`ModelSpec`] arm in [`build_gradient_and_visit`]).
+
+use std::ops::Range;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::ModelSpec;
+use super::mlr::{Mlr, MlrConfig};
+use super::mlr_gradient::MlrGradient;
+use super::quadratic::{NoisyQuadratic, QuadraticConfig};
+use crate::data::{DataCache, DataOptions};
+use crate::scenario::SourceText;
+
+/// Which minibatch (and noise) one gradient computation uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GradientDraw {
+    /// Seed of the run's data order and gradient noise.
+    pub run_seed: u64,
+    /// Index of the computation in its run (0, 1, 2, … in start order).
+    pub index: u64,
+}
+
+/// Constants of a model whose smoothness, strong convexity and gradient noise
+/// are known, so the error floor can be computed (Dutta et al. 2018, §5).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KnownConstants {
+    /// L: the gradient is L-Lipschitz.
+    pub l: f64,
+    /// c: strong-convexity constant.
+    pub c: f64,
+    /// σ²: a one-sample gradient's noise variance E‖g − ∇F‖² (a minibatch of m has σ²/m).
+    pub sigma2: f64,
+    /// m: samples per minibatch.
+    pub batch_size: usize,
+    /// The Hessian's eigenvalues (for the exact floor of a quadratic; not
+    /// written to manifests).
+    #[serde(skip)]
+    pub hessian_eigenvalues: Vec<f64>,
+}
+
+/// What a gradient model tells the outputs about itself.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GradientInfo {
+    /// Short name (`mlr`, `quadratic`, …).
+    pub name: &'static str,
+    /// Number of parameters (length of the flat vector).
+    pub parameters: usize,
+    /// What [`GradientModel::loss`] measures.
+    pub loss: String,
+    /// Samples per minibatch gradient (m).
+    pub batch_size: usize,
+}
+
+/// A model trained by SGD whose gradients can be computed at any parameters.
+///
+/// Contract: [`GradientModel::gradient`] is a pure function of the
+/// parameters and the [`GradientDraw`] (same inputs, same bits), so a
+/// simulation is deterministic; [`GradientModel::loss`] is deterministic.
+pub trait GradientModel: Send + Sync {
+    /// Reusable buffers of one run.
+    type Workspace: Send;
+
+    /// Name, size and loss description.
+    fn info(&self) -> GradientInfo;
+    /// Length of the parameter vector.
+    fn dim(&self) -> usize;
+    /// The initial parameters w_0 (deterministic).
+    fn init_params(&self) -> Vec<f32>;
+    /// Fresh buffers.
+    fn workspace(&self) -> Self::Workspace;
+    /// Writes the minibatch gradient at `params` for `draw` into `out`
+    /// (the mean over the minibatch, length [`GradientModel::dim`]).
+    fn gradient(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        ws: &mut Self::Workspace,
+    );
+    /// The loss of the error curve at `params` (lower is better).
+    fn loss(&self, params: &[f32], ws: &mut Self::Workspace) -> f64;
+    /// L, c, σ² where they are known (the noisy quadratic). Default: unknown.
+    fn known_constants(&self) -> Option<KnownConstants> {
+        None
+    }
+}
+
+/// A gradient model and its hyper-parameters, as a scenario's `[model]` names it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GradientSpec {
+    /// A model of the shared registry that has a gradient implementation (MLR).
+    Registry(ModelSpec),
+    /// The noisy quadratic ([`NoisyQuadratic`]).
+    Quadratic(QuadraticConfig),
+}
+
+impl Serialize for GradientSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The quadratic's table with its `kind`, as a scenario writes it.
+        #[derive(Serialize)]
+        struct Tagged<'a> {
+            kind: &'static str,
+            #[serde(flatten)]
+            config: &'a QuadraticConfig,
+        }
+        match self {
+            GradientSpec::Registry(spec) => spec.serialize(s),
+            GradientSpec::Quadratic(config) => Tagged {
+                kind: "quadratic",
+                config,
+            }
+            .serialize(s),
+        }
+    }
+}
+
+impl GradientSpec {
+    /// Reads a `[model]` table (located at `span` in `src`).
+    pub fn parse(
+        src: &SourceText,
+        span: Range<usize>,
+        table: &toml::Table,
+    ) -> Result<GradientSpec> {
+        if table.get("kind").and_then(|k| k.as_str()) == Some("quadratic") {
+            return Ok(GradientSpec::Quadratic(QuadraticConfig::parse(
+                src, span, table,
+            )?));
+        }
+        let spec = ModelSpec::parse(src, span.clone(), table).map_err(|e| {
+            let msg = e.to_string();
+            if msg.contains("unknown model") || msg.contains("model.kind") {
+                anyhow::anyhow!("{msg} (or `quadratic` in protocol scenarios)")
+            } else {
+                e
+            }
+        })?;
+        #[allow(unreachable_patterns)]
+        match spec {
+            ModelSpec::Mlr { .. } => Ok(GradientSpec::Registry(spec)),
+            other => Err(src.error_at(
+                span,
+                "model.kind",
+                format!(
+                    "model `{}` has no gradient implementation yet; protocol scenarios take `mlr` or `quadratic`",
+                    other.kind_name()
+                ),
+            )),
+        }
+    }
+
+    /// The model's short name.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            GradientSpec::Registry(s) => s.kind_name(),
+            GradientSpec::Quadratic(_) => "quadratic",
+        }
+    }
+
+    /// The learning rate η of the PS update.
+    pub fn learning_rate(&self) -> f64 {
+        #[allow(unreachable_patterns)]
+        match self {
+            GradientSpec::Registry(ModelSpec::Mlr { learning_rate, .. }) => *learning_rate,
+            GradientSpec::Quadratic(q) => q.learning_rate,
+            GradientSpec::Registry(_) => f64::NAN,
+        }
+    }
+}
+
+/// Where a gradient model's data came from (for the manifest and CSV).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientData {
+    /// Dataset name (`none` for the quadratic).
+    pub dataset: String,
+    /// `real`, `synthetic`, or `none`.
+    pub label: &'static str,
+    /// Provenance details for the manifest.
+    pub details: serde_json::Value,
+}
+
+/// Code that runs generically over any gradient model.
+pub trait GradientVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Called with the live model.
+    fn visit<M: GradientModel>(self, model: &M, data: &GradientData) -> Self::Output;
+}
+
+/// Builds the gradient model of `spec` and hands it to `visitor`. MLR's loss
+/// is evaluated on a fixed subsample of `loss_rows` training examples drawn
+/// from `seed`.
+pub fn build_gradient_and_visit<V: GradientVisitor>(
+    spec: &GradientSpec,
+    cache: &DataCache,
+    opts: &DataOptions,
+    seed: u64,
+    loss_rows: usize,
+    visitor: V,
+) -> Result<V::Output> {
+    #[allow(unreachable_patterns)]
+    match spec {
+        GradientSpec::Quadratic(cfg) => {
+            let model = NoisyQuadratic::new(cfg);
+            let data = GradientData {
+                dataset: "none".into(),
+                label: "none",
+                details: serde_json::json!({ "dataset": "none" }),
+            };
+            Ok(visitor.visit(&model, &data))
+        }
+        GradientSpec::Registry(ModelSpec::Mlr {
+            dataset,
+            batch_size,
+            learning_rate,
+        }) => {
+            let d = cache.classification(*dataset, opts, seed)?;
+            let data = GradientData {
+                dataset: dataset.to_string(),
+                label: d.provenance.label(),
+                details: serde_json::json!({
+                    "dataset": dataset,
+                    "provenance": d.provenance,
+                    "rows": d.rows,
+                }),
+            };
+            // The per-worker minibatch m is used as given (not scaled with a
+            // stand-in's size): SGD noise depends on m, not on m/n.
+            let mlr = Mlr::new(
+                d,
+                &MlrConfig {
+                    batch_size: *batch_size,
+                    learning_rate: *learning_rate,
+                },
+            );
+            let model = MlrGradient::new(mlr, loss_rows, seed);
+            Ok(visitor.visit(&model, &data))
+        }
+        GradientSpec::Registry(other) => bail!(
+            "model `{}` has no gradient implementation yet",
+            other.kind_name()
+        ),
+    }
+}

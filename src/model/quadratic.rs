@@ -1,0 +1,259 @@
+//! A noisy quadratic with known smoothness L, strong convexity c and gradient
+//! noise σ², the setting of Dutta et al. 2018's error analysis (§5,
+//! Assumptions 1–3 with M_G = 0), so simulated error floors can be checked
+//! against theory ([`crate::cluster::theory::quadratic_floor_exact`]).
+//!
+//! F(w) = ½ Σ_i h_i (w_i − w*_i)² over d coordinates, with the Hessian's
+//! eigenvalues h_i spaced evenly from c to L (h = c when d = 1), w* = 0 and
+//! F* = 0. A minibatch gradient of m samples is ∇F(w) + ξ with ξ ~ N(0,
+//! σ²/(m d) · I), so E‖ξ‖² = σ²/m; ξ is drawn from the stream of
+//! (run seed, computation index). The loss is F(w) − F*. The start w_0 has
+//! all coordinates equal and ‖w_0 − w*‖ = `init_distance`.
+
+use std::ops::Range;
+
+use anyhow::Result;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use super::gradient::{GradientDraw, GradientInfo, GradientModel, KnownConstants};
+use crate::rng::{Purpose, stream};
+use crate::scenario::SourceText;
+
+/// Parameters of the noisy quadratic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuadraticConfig {
+    /// d: number of coordinates.
+    pub dimension: usize,
+    /// L: largest Hessian eigenvalue (smoothness).
+    pub l: f64,
+    /// c: smallest Hessian eigenvalue (strong convexity).
+    pub c: f64,
+    /// σ²: noise variance of a one-sample gradient.
+    pub sigma2: f64,
+    /// m: samples per minibatch.
+    pub batch_size: usize,
+    /// η: the PS learning rate.
+    pub learning_rate: f64,
+    /// ‖w_0 − w*‖.
+    #[serde(default = "one")]
+    pub init_distance: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl QuadraticConfig {
+    /// Reads and checks a `[model] kind = "quadratic"` table.
+    pub fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<Self> {
+        let mut t = table.clone();
+        t.remove("kind");
+        let cfg: QuadraticConfig = QuadraticConfig::deserialize(toml::Value::Table(t))
+            .map_err(|e| src.error_at(span.clone(), "model", e.message().trim().to_string()))?;
+        let bad = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
+        if cfg.dimension == 0 || cfg.dimension > 10_000_000 {
+            return Err(bad(
+                "model.dimension",
+                format!("{} must be between 1 and 10,000,000", cfg.dimension),
+            ));
+        }
+        if !(cfg.c > 0.0 && cfg.c.is_finite()) {
+            return Err(bad(
+                "model.c",
+                format!("{} must be a positive number", cfg.c),
+            ));
+        }
+        if !(cfg.l >= cfg.c && cfg.l.is_finite()) {
+            return Err(bad(
+                "model.l",
+                format!("L = {} must be a number ≥ c = {}", cfg.l, cfg.c),
+            ));
+        }
+        if !(cfg.sigma2 >= 0.0 && cfg.sigma2.is_finite()) {
+            return Err(bad(
+                "model.sigma2",
+                format!("{} must be a non-negative number", cfg.sigma2),
+            ));
+        }
+        if cfg.batch_size == 0 {
+            return Err(bad("model.batch_size", "must be at least 1".into()));
+        }
+        if !(cfg.learning_rate > 0.0 && cfg.learning_rate.is_finite()) {
+            return Err(bad(
+                "model.learning_rate",
+                format!("{} must be a positive number", cfg.learning_rate),
+            ));
+        }
+        if !(cfg.init_distance >= 0.0 && cfg.init_distance.is_finite()) {
+            return Err(bad(
+                "model.init_distance",
+                format!("{} must be a non-negative number", cfg.init_distance),
+            ));
+        }
+        Ok(cfg)
+    }
+}
+
+/// The noisy quadratic as a [`GradientModel`].
+pub struct NoisyQuadratic {
+    config: QuadraticConfig,
+    h: Vec<f64>,
+    noise_std: f64,
+}
+
+impl NoisyQuadratic {
+    /// The model of `config`.
+    pub fn new(config: &QuadraticConfig) -> NoisyQuadratic {
+        let d = config.dimension;
+        let h = (0..d)
+            .map(|i| {
+                if d == 1 {
+                    config.c
+                } else {
+                    config.c + (config.l - config.c) * i as f64 / (d - 1) as f64
+                }
+            })
+            .collect();
+        NoisyQuadratic {
+            config: config.clone(),
+            h,
+            noise_std: (config.sigma2 / (config.batch_size as f64 * d as f64)).sqrt(),
+        }
+    }
+
+    /// The Hessian's eigenvalues h_i.
+    pub fn eigenvalues(&self) -> &[f64] {
+        &self.h
+    }
+}
+
+impl GradientModel for NoisyQuadratic {
+    type Workspace = ();
+
+    fn info(&self) -> GradientInfo {
+        GradientInfo {
+            name: "quadratic",
+            parameters: self.config.dimension,
+            loss: "F(w) - F* of the quadratic (exact)".into(),
+            batch_size: self.config.batch_size,
+        }
+    }
+
+    fn dim(&self) -> usize {
+        self.config.dimension
+    }
+
+    fn init_params(&self) -> Vec<f32> {
+        let v = self.config.init_distance / (self.config.dimension as f64).sqrt();
+        vec![v as f32; self.config.dimension]
+    }
+
+    fn workspace(&self) {}
+
+    fn gradient(&self, params: &[f32], draw: GradientDraw, out: &mut [f32], _ws: &mut ()) {
+        let mut rng = stream(draw.run_seed, Purpose::Iteration, draw.index, 0);
+        for ((o, &w), &h) in out.iter_mut().zip(params).zip(&self.h) {
+            let z: f64 = StandardNormal.sample(&mut rng);
+            *o = (h * w as f64 + self.noise_std * z) as f32;
+        }
+    }
+
+    fn loss(&self, params: &[f32], _ws: &mut ()) -> f64 {
+        0.5 * params
+            .iter()
+            .zip(&self.h)
+            .map(|(&w, &h)| h * (w as f64) * (w as f64))
+            .sum::<f64>()
+    }
+
+    fn known_constants(&self) -> Option<KnownConstants> {
+        Some(KnownConstants {
+            l: self.config.l,
+            c: self.config.c,
+            sigma2: self.config.sigma2,
+            batch_size: self.config.batch_size,
+            hessian_eigenvalues: self.h.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> QuadraticConfig {
+        QuadraticConfig {
+            dimension: 4,
+            l: 2.0,
+            c: 0.5,
+            sigma2: 3.0,
+            batch_size: 2,
+            learning_rate: 0.1,
+            init_distance: 2.0,
+        }
+    }
+
+    #[test]
+    fn gradient_noise_has_the_stated_variance_and_mean() {
+        let q = NoisyQuadratic::new(&cfg());
+        assert_eq!(q.eigenvalues(), &[0.5, 1.0, 1.5, 2.0]);
+        let w = q.init_params();
+        assert!((q.loss(&w, &mut ()) - 0.5 * (0.5 + 1.0 + 1.5 + 2.0)).abs() < 1e-6);
+        let mut g = vec![0f32; 4];
+        let n = 40_000;
+        let (mut mean, mut sq) = (vec![0f64; 4], 0f64);
+        for i in 0..n {
+            q.gradient(
+                &w,
+                GradientDraw {
+                    run_seed: 1,
+                    index: i,
+                },
+                &mut g,
+                &mut (),
+            );
+            for j in 0..4 {
+                let dev = g[j] as f64 - q.eigenvalues()[j];
+                mean[j] += g[j] as f64 / n as f64;
+                sq += dev * dev / n as f64;
+            }
+        }
+        // E‖ξ‖² = σ²/m = 1.5; the mean is ∇F(w) = h ⊙ w (w = 1).
+        assert!((sq - 1.5).abs() < 0.05, "{sq}");
+        for (m, h) in mean.iter().zip(q.eigenvalues()) {
+            assert!((m - h).abs() < 0.02);
+        }
+        // Same draw, same bits.
+        let mut g2 = vec![0f32; 4];
+        let d = GradientDraw {
+            run_seed: 1,
+            index: 7,
+        };
+        q.gradient(&w, d, &mut g, &mut ());
+        q.gradient(&w, d, &mut g2, &mut ());
+        assert_eq!(g, g2);
+    }
+
+    #[test]
+    fn bad_tables_are_rejected() {
+        let src_text = "[model]\nkind = \"quadratic\"\n";
+        let src = SourceText::new(src_text, "q.toml");
+        let mut t: toml::Table = toml::from_str(
+            "kind = \"quadratic\"\ndimension = 4\nl = 2.0\nc = 0.5\nsigma2 = 1.0\nbatch_size = 1\nlearning_rate = 0.1\n",
+        )
+        .unwrap();
+        assert!(QuadraticConfig::parse(&src, 0..7, &t).is_ok());
+        t.insert("l".into(), toml::Value::Float(0.1));
+        let e = QuadraticConfig::parse(&src, 0..7, &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("model.l") && e.contains("≥ c"), "{e}");
+        t.insert("colour".into(), toml::Value::Integer(1));
+        let e = QuadraticConfig::parse(&src, 0..7, &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+}

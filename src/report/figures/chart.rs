@@ -1,0 +1,257 @@
+//! A chart as data: titles, axes and series with their drawing style, before
+//! any pixels. Layouts ([`super::Layout`]) build charts from results; the
+//! renderer ([`super::render`]) draws them to SVG and PNG. Keeping the two
+//! apart lets each scenario kind describe its paper figure in a few lines and
+//! lets the tests inspect a chart without decoding images.
+
+/// One figure panel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chart {
+    /// First title line (the scenario's title, or the paper panel's name).
+    pub title: String,
+    /// Second title line (scenario, paper panel, data and trial count).
+    pub subtitle: String,
+    /// Horizontal axis.
+    pub x: Axis,
+    /// Vertical axis.
+    pub y: Axis,
+    /// Series in drawing order; each gets a legend entry.
+    pub series: Vec<Series>,
+    /// Shift the series with error bars slightly apart horizontally so that
+    /// equal means do not hide each other (each by under 1% of the x range).
+    pub dodge: bool,
+}
+
+/// An axis: its label, scale and tick positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// The label drawn along the axis.
+    pub label: String,
+    /// Linear or base-2 logarithmic.
+    pub scale: Scale,
+    /// Tick positions in data units; `None` lets the renderer choose.
+    pub ticks: Option<Vec<f64>>,
+    /// Whether the range must include 0 (counts such as rework iterations).
+    pub include_zero: bool,
+    /// Label ticks as fractions (1/8, 1/4, 3/4) where they are simple ones.
+    pub fraction_labels: bool,
+}
+
+impl Axis {
+    /// A linear axis with automatic ticks.
+    pub fn linear(label: impl Into<String>) -> Axis {
+        Axis {
+            label: label.into(),
+            scale: Scale::Linear,
+            ticks: None,
+            include_zero: false,
+            fraction_labels: false,
+        }
+    }
+
+    /// Sets the tick positions (data units).
+    pub fn with_ticks(mut self, ticks: Vec<f64>) -> Axis {
+        self.ticks = Some(ticks);
+        self
+    }
+
+    /// Makes the range include 0.
+    pub fn from_zero(mut self) -> Axis {
+        self.include_zero = true;
+        self
+    }
+
+    /// Labels ticks as simple fractions (1/8, 1/4, 1/2, 3/4, 1).
+    pub fn fractions(mut self) -> Axis {
+        self.fraction_labels = true;
+        self
+    }
+
+    /// Uses a base-2 logarithmic scale (for frequencies 1, 2, 4, 8).
+    pub fn log2(mut self) -> Axis {
+        self.scale = Scale::Log2;
+        self
+    }
+}
+
+/// How data values map to positions along an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Position proportional to the value.
+    Linear,
+    /// Position proportional to log2 of the value (values must be positive).
+    Log2,
+}
+
+impl Scale {
+    /// The position of value `v` along the axis (NaN for a non-positive value on a log axis).
+    pub fn forward(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear => v,
+            Scale::Log2 if v > 0.0 => v.log2(),
+            Scale::Log2 => f64::NAN,
+        }
+    }
+
+    /// The value at position `p` (inverse of [`Scale::forward`]).
+    pub fn inverse(self, p: f64) -> f64 {
+        match self {
+            Scale::Linear => p,
+            Scale::Log2 => p.exp2(),
+        }
+    }
+}
+
+/// One observation: a mean and its 95% confidence interval (NaN when unknown).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    /// Horizontal value.
+    pub x: f64,
+    /// Mean (or the single value).
+    pub y: f64,
+    /// Lower end of the 95% CI.
+    pub lo: f64,
+    /// Upper end of the 95% CI.
+    pub hi: f64,
+}
+
+impl Point {
+    /// A point with a confidence interval.
+    pub fn with_ci(x: f64, y: f64, lo: f64, hi: f64) -> Point {
+        Point { x, y, lo, hi }
+    }
+
+    /// A point without an interval.
+    pub fn plain(x: f64, y: f64) -> Point {
+        Point {
+            x,
+            y,
+            lo: f64::NAN,
+            hi: f64::NAN,
+        }
+    }
+
+    /// Whether the point carries a finite interval.
+    pub fn has_ci(&self) -> bool {
+        self.lo.is_finite() && self.hi.is_finite()
+    }
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// Means joined by a line, with markers and 95% CI error bars (SCAR Figs. 6, 7).
+    LinesWithErrorBars,
+    /// A curve with a shaded 95% CI band (time series on a common grid).
+    Band,
+    /// Unjoined markers (one per trial: scatter plots of cost vs ‖δ‖).
+    Markers,
+    /// A plain solid line (a theoretical curve, e.g. the Theorem 1 bound in red).
+    Line,
+    /// A dashed horizontal line across the whole plot at the first point's
+    /// mean, its CI shaded lightly (the traditional checkpoint in SCAR Fig. 7).
+    HorizontalReference,
+}
+
+/// Colours: a palette slot, or a fixed meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colour {
+    /// The i-th colour of the categorical palette (it contains neither black nor red).
+    Palette(usize),
+    /// Black: references (the paper's dashed black line).
+    Black,
+    /// Red: theoretical bounds (the paper's red line).
+    Red,
+}
+
+impl Colour {
+    /// The colour's RGB value.
+    pub fn rgb(self) -> (u8, u8, u8) {
+        // Tableau 10 without its red, so red stays reserved for bounds.
+        const PALETTE: [(u8, u8, u8); 9] = [
+            (31, 119, 180),
+            (255, 127, 14),
+            (44, 160, 44),
+            (148, 103, 189),
+            (140, 86, 75),
+            (227, 119, 194),
+            (127, 127, 127),
+            (188, 189, 34),
+            (23, 190, 207),
+        ];
+        match self {
+            Colour::Palette(i) => PALETTE[i % PALETTE.len()],
+            Colour::Black => (0, 0, 0),
+            Colour::Red => (214, 39, 40),
+        }
+    }
+}
+
+/// A named set of points drawn one way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Drawing style.
+    pub style: Style,
+    /// Colour.
+    pub colour: Colour,
+    /// Points in drawing order.
+    pub points: Vec<Point>,
+}
+
+/// A multi-panel figure: the paper's grids (e.g. SCAR Figure 6 is 2×4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    /// Figure title.
+    pub title: String,
+    /// Second title line.
+    pub subtitle: String,
+    /// Rows of panels.
+    pub rows: usize,
+    /// Columns of panels.
+    pub cols: usize,
+    /// `rows × cols` cells, row-major.
+    pub cells: Vec<Cell>,
+}
+
+/// One cell of a grid.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// A drawn panel.
+    Chart(Box<Chart>),
+    /// A panel the results do not contain, with a note saying which.
+    Missing(String),
+}
+
+/// Something that can be rendered: one chart or a grid of them.
+#[derive(Clone, Copy, Debug)]
+pub enum Picture<'a> {
+    /// One chart.
+    Single(&'a Chart),
+    /// A grid of charts.
+    Grid(&'a Grid),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_scale_round_trips() {
+        for v in [0.125, 1.0, 2.0, 8.0] {
+            assert!((Scale::Log2.inverse(Scale::Log2.forward(v)) - v).abs() < 1e-12);
+        }
+        assert!(Scale::Log2.forward(0.0).is_nan());
+        assert_eq!(Scale::Linear.forward(-3.0), -3.0);
+    }
+
+    #[test]
+    fn palette_never_gives_black_or_red() {
+        for i in 0..20 {
+            let c = Colour::Palette(i).rgb();
+            assert_ne!(c, Colour::Black.rgb());
+            assert_ne!(c, Colour::Red.rgb());
+        }
+    }
+}

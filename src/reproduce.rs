@@ -1,0 +1,616 @@
+//! `scarsim reproduce`: run every bundled scenario (on real data where its
+//! files are in the data folder, on the synthetic stand-in otherwise), draw
+//! every figure and the papers' multi-panel grids, and write `REPORT.md`:
+//! per paper figure, the panels produced, the measured numbers the paper
+//! states claims about next to the claims, the data used and the wall time.
+//!
+//! `--quick` runs [`QUICK_TRIALS`] trials per point and stand-ins at
+//! [`QUICK_SCALE`] of the real datasets' size, so that the bundled scenarios
+//! finish in a few minutes on two cores; without it every scenario runs with
+//! its own trial count (100 in the paper) and full-size stand-ins.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use indicatif::ProgressBar;
+
+use crate::data::{DataCache, DataOptions, DatasetName, presence};
+use crate::engine::ForkMode;
+use crate::experiment::{self, RunOptions};
+use crate::report::figures::{self, Claim, Picture, Results, paper};
+use crate::report::write_atomic;
+use crate::scenario::{self, Scenario, bundled};
+
+/// Trials per point with `--quick`.
+pub const QUICK_TRIALS: usize = 10;
+/// Size of the stand-ins relative to the real datasets with `--quick`.
+pub const QUICK_SCALE: f64 = 0.05;
+/// File name of the report.
+pub const REPORT_FILE: &str = "REPORT.md";
+
+/// How to reproduce.
+#[derive(Clone, Debug)]
+pub struct ReproduceOptions {
+    /// Fewer trials and smaller stand-ins.
+    pub quick: bool,
+    /// Folder with the real datasets (one subfolder per dataset).
+    pub data_dir: PathBuf,
+    /// Use the stand-ins even where real data is present.
+    pub synthetic: bool,
+    /// Output folder: a subfolder per scenario, the grids and `REPORT.md`.
+    pub out_dir: PathBuf,
+    /// Trials per point, overriding the scenarios' and `--quick`'s.
+    pub trials: Option<usize>,
+    /// Size of the stand-ins, overriding 1 (or [`QUICK_SCALE`] with `--quick`).
+    pub scale: Option<f64>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+impl ReproduceOptions {
+    /// Trials per point: `--trials`, else [`QUICK_TRIALS`] with `--quick`,
+    /// else the scenario's own.
+    pub fn trials(&self) -> Option<usize> {
+        self.trials
+            .or(if self.quick { Some(QUICK_TRIALS) } else { None })
+    }
+
+    /// Size of the stand-ins: `--scale`, else [`QUICK_SCALE`] with `--quick`, else 1.
+    pub fn scale(&self) -> f64 {
+        self.scale
+            .unwrap_or(if self.quick { QUICK_SCALE } else { 1.0 })
+    }
+
+    /// The command line that reproduces this run.
+    pub fn command_line(&self) -> String {
+        let mut s = String::from("scarsim reproduce");
+        if self.quick {
+            s.push_str(" --quick");
+        }
+        if let Some(t) = self.trials {
+            write!(s, " --trials {t}").expect("write to String");
+        }
+        if self.synthetic {
+            s.push_str(" --synthetic");
+        }
+        if let Some(f) = self.scale {
+            write!(s, " --scale {f}").expect("write to String");
+        }
+        write!(
+            s,
+            " --data-dir {} --out {}",
+            self.data_dir.display(),
+            self.out_dir.display()
+        )
+        .expect("write to String");
+        s
+    }
+}
+
+/// The datasets a scenario trains on.
+pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
+    match sc {
+        Scenario::Recovery(r) => vec![r.model.dataset()],
+        Scenario::Protocol(p) => match &p.measure {
+            crate::scenario::protocol::Measure::Training(tc) => match &tc.model {
+                crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],
+                crate::model::gradient::GradientSpec::Quadratic(_) => Vec::new(),
+            },
+            crate::scenario::protocol::Measure::Runtime(_) => Vec::new(),
+        },
+    }
+}
+
+/// Real data or a stand-in, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataChoice {
+    /// The scenario trains on no dataset (a runtime-only or quadratic scenario).
+    NoData,
+    /// Every dataset's files are in the data folder.
+    Real,
+    /// Some are missing (listed); the stand-in runs at this scale.
+    StandIn {
+        /// Size relative to the real dataset.
+        scale: f64,
+        /// The files that were not found.
+        missing: Vec<PathBuf>,
+    },
+}
+
+/// Real data if every dataset of the scenario is present under `data_dir`.
+pub fn choose_data(datasets: &[DatasetName], data_dir: &Path, scale: f64) -> DataChoice {
+    let missing: Vec<PathBuf> = datasets
+        .iter()
+        .flat_map(|d| presence::missing_files(*d, data_dir))
+        .collect();
+    if missing.is_empty() {
+        DataChoice::Real
+    } else {
+        DataChoice::StandIn { scale, missing }
+    }
+}
+
+/// One bundled scenario's fate.
+struct Entry {
+    name: String,
+    paper: Option<String>,
+    choice: Option<DataChoice>,
+    results: Result<Results, String>,
+    figure_error: Option<String>,
+}
+
+impl Entry {
+    /// The error that made this scenario fail, if any.
+    fn error(&self) -> Option<String> {
+        match (&self.results, &self.figure_error) {
+            (Err(e), _) => Some(e.clone()),
+            (Ok(_), Some(f)) => Some(format!("the run finished but its figure failed: {f}")),
+            (Ok(_), None) => None,
+        }
+    }
+}
+
+/// What `reproduce` did.
+pub struct Reproduction {
+    /// Path of `REPORT.md`.
+    pub report: PathBuf,
+    /// Figure files written (per scenario and grids).
+    pub figures: Vec<PathBuf>,
+    /// Scenarios that failed, with their errors.
+    pub failed: Vec<(String, String)>,
+    /// Seconds from start to report.
+    pub wall_time_seconds: f64,
+}
+
+/// Runs every bundled scenario, draws every figure and writes `REPORT.md`.
+/// A scenario that fails is reported (in the report and in the result) and
+/// the others still run. `progress(name, units)` makes a progress bar for a
+/// scenario; `log` receives one line per step.
+pub fn reproduce(
+    opts: &ReproduceOptions,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    log: &dyn Fn(&str),
+) -> Result<Reproduction> {
+    if opts.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let scale = opts.scale();
+    if !(scale > 0.0 && scale <= 10.0) {
+        bail!("--scale {scale} is outside (0, 10]");
+    }
+    if opts.trials == Some(0) {
+        bail!("--trials must be at least 1");
+    }
+    let started = Instant::now();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start {} worker threads: {e}", opts.threads))?;
+    let cache = DataCache::new();
+    let mut entries = Vec::new();
+    let mut figure_files = Vec::new();
+    for name in bundled::names() {
+        let mut entry = run_one(name, opts, scale, &pool, &cache, progress, log);
+        if let Ok(r) = &entry.results {
+            match figures::draw_loaded(r) {
+                Ok(files) => figure_files.extend(files),
+                Err(e) => {
+                    log(&format!("{name}: figure not drawn: {e:#}"));
+                    entry.figure_error = Some(format!("{e:#}"));
+                }
+            }
+        }
+        entries.push(entry);
+    }
+    let ok: Vec<Results> = entries
+        .iter()
+        .filter_map(|e| e.results.as_ref().ok().cloned())
+        .collect();
+    let mut grids = Vec::new();
+    for (key, members) in figures::paper_groups(&ok) {
+        let rs: Vec<&Results> = members.iter().map(|&i| &ok[i]).collect();
+        let stem = paper::stem_of(&key);
+        let grid = figures::grid(&rs, None)?;
+        let files = figures::write_picture(&opts.out_dir, &stem, Picture::Grid(&grid))
+            .with_context(|| format!("drawing the grid of {key}"))?;
+        log(&format!("{}: {}", grid.title, files[1].display()));
+        figure_files.extend(files);
+        grids.push((key, stem, members));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let text = report_text(opts, &entries, &ok, &grids, seconds)?;
+    let report = opts.out_dir.join(REPORT_FILE);
+    write_atomic(&report, text.as_bytes())?;
+    Ok(Reproduction {
+        report,
+        figures: figure_files,
+        failed: entries
+            .iter()
+            .filter_map(|e| e.error().map(|m| (e.name.clone(), m)))
+            .collect(),
+        wall_time_seconds: seconds,
+    })
+}
+
+fn run_one(
+    name: &str,
+    opts: &ReproduceOptions,
+    scale: f64,
+    pool: &rayon::ThreadPool,
+    cache: &DataCache,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    log: &dyn Fn(&str),
+) -> Entry {
+    let failed = |paper, choice, e: anyhow::Error| Entry {
+        name: name.to_string(),
+        paper,
+        choice,
+        results: Err(format!("{e:#}")),
+        figure_error: None,
+    };
+    let (mut sc, origin, text) = match scenario::load(name) {
+        Ok(x) => x,
+        Err(e) => {
+            log(&format!("{name}: invalid: {e:#}"));
+            return failed(None, None, e);
+        }
+    };
+    let paper = sc.meta().paper.clone();
+    if let Err(e) = sc.override_trials_and_seed(opts.trials(), None) {
+        return failed(paper, None, e);
+    }
+    let datasets = datasets_of(&sc);
+    let choice = if datasets.is_empty() {
+        DataChoice::NoData
+    } else if opts.synthetic {
+        DataChoice::StandIn {
+            scale,
+            missing: Vec::new(),
+        }
+    } else {
+        choose_data(&datasets, &opts.data_dir, scale)
+    };
+    match &choice {
+        DataChoice::NoData => log(&format!("{name}: needs no dataset")),
+        DataChoice::Real => log(&format!(
+            "{name}: real data from {}",
+            opts.data_dir.display()
+        )),
+        DataChoice::StandIn { scale, missing } if missing.is_empty() => log(&format!(
+            "{name}: synthetic stand-in at scale {scale} (--synthetic)"
+        )),
+        DataChoice::StandIn { scale, missing } => log(&format!(
+            "{name}: synthetic stand-in at scale {scale} ({} not found)",
+            missing
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+    let stand_in = matches!(choice, DataChoice::StandIn { .. });
+    let run_opts = RunOptions {
+        data: DataOptions {
+            data_dir: opts.data_dir.clone(),
+            synthetic: stand_in,
+            synthetic_scale: if stand_in { scale } else { 1.0 },
+        },
+        out_dir: opts.out_dir.clone(),
+        threads: opts.threads,
+        fork_mode: ForkMode::Fork,
+    };
+    let units = experiment::unit_count(&sc) as u64;
+    let bar = progress(name, units);
+    let outcome =
+        pool.install(|| experiment::run_and_write(&sc, &origin, &text, &run_opts, cache, &bar));
+    bar.finish_and_clear();
+    let results = outcome.and_then(|dir| Results::load(&dir));
+    match results {
+        Ok(r) => {
+            log(&format!(
+                "{name}: {units} trials in {:.1} s -> {}",
+                r.wall_time_seconds().unwrap_or(f64::NAN),
+                r.dir.display()
+            ));
+            Entry {
+                name: name.to_string(),
+                paper,
+                choice: Some(choice),
+                results: Ok(r),
+                figure_error: None,
+            }
+        }
+        Err(e) => {
+            log(&format!("{name}: failed: {e:#}"));
+            failed(paper, Some(choice), e)
+        }
+    }
+}
+
+/// A path relative to the report's folder, with `/` separators, for links.
+fn link(out_dir: &Path, path: &Path) -> String {
+    path.strip_prefix(out_dir)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn fmt_pct(v: f64) -> String {
+    format!("{v:.0}%")
+}
+
+fn report_text(
+    opts: &ReproduceOptions,
+    entries: &[Entry],
+    ok: &[Results],
+    grids: &[(String, String, Vec<usize>)],
+    seconds: f64,
+) -> Result<String> {
+    let mut md = String::new();
+    let w = &mut md;
+    writeln!(w, "# scarsim reproduction report\n")?;
+    let mode = match (opts.quick, opts.trials()) {
+        (true, Some(t)) => format!(
+            "quick: {t} trials per point, stand-ins at {} of the real size",
+            opts.scale()
+        ),
+        (false, Some(t)) => format!(
+            "full: {t} trials per point, stand-ins at {} of the real size",
+            opts.scale()
+        ),
+        (_, None) => format!(
+            "full: each scenario's own trial count, stand-ins at {} of the real size",
+            opts.scale()
+        ),
+    };
+    writeln!(w, "- Command: `{}`", opts.command_line())?;
+    writeln!(w, "- Mode: {mode}")?;
+    writeln!(
+        w,
+        "- scarsim {}, {} worker threads; total wall time {:.1} s",
+        env!("CARGO_PKG_VERSION"),
+        opts.threads,
+        seconds
+    )?;
+    let real = entries
+        .iter()
+        .filter(|e| e.choice == Some(DataChoice::Real))
+        .count();
+    let no_data = entries
+        .iter()
+        .filter(|e| e.choice == Some(DataChoice::NoData))
+        .count();
+    writeln!(
+        w,
+        "- Data: {real} of {} scenarios on real data from `{}`; {no_data} need no dataset; the \
+         others on synthetic stand-ins ({}). Stand-ins show the mechanisms, not the paper's \
+         numbers: compare their measurements with the paper's claims with that in mind.",
+        entries.len() - no_data,
+        opts.data_dir.display(),
+        if opts.synthetic {
+            "`--synthetic` was given"
+        } else {
+            "real data is used wherever its files are present"
+        }
+    )?;
+    writeln!(
+        w,
+        "- Every number below is read from the results folders next to this file \
+         (`summary.csv`, `trials.csv`, `manifest.json`); `scarsim plot <folder>` redraws any figure.\n"
+    )?;
+
+    writeln!(w, "## Scenarios\n")?;
+    writeln!(
+        w,
+        "| scenario | paper panel | data | trials per point | wall time | figure |"
+    )?;
+    writeln!(w, "|---|---|---|---|---|---|")?;
+    for e in entries {
+        let paper = e.paper.as_deref().unwrap_or("–");
+        match &e.results {
+            Ok(r) => {
+                let fig = r.dir.join(format!("{}.png", figures::FIGURE_STEM));
+                writeln!(
+                    w,
+                    "| `{}` | {} | {} | {} | {:.1} s | [png]({}) · [svg]({}) |",
+                    e.name,
+                    paper,
+                    r.data().describe(),
+                    r.trials_per_point()
+                        .map_or_else(|| "?".to_string(), |n| n.to_string()),
+                    r.wall_time_seconds().unwrap_or(f64::NAN),
+                    link(&opts.out_dir, &fig),
+                    link(&opts.out_dir, &fig.with_extension("svg")),
+                )?;
+            }
+            Err(msg) => {
+                writeln!(
+                    w,
+                    "| `{}` | {} | – | – | – | **failed**: {} |",
+                    e.name,
+                    paper,
+                    msg.replace('|', "\\|").replace('\n', " ")
+                )?;
+            }
+        }
+    }
+    writeln!(w)?;
+
+    for (key, stem, members) in grids {
+        let known = paper::known(key);
+        let title = known.map_or(key.as_str(), |f| f.title);
+        writeln!(w, "## {title}\n")?;
+        writeln!(w, "![{title}]({stem}.png)\n")?;
+        writeln!(
+            w,
+            "Multi-panel figure: [{stem}.png]({stem}.png) · [{stem}.svg]({stem}.svg).\n"
+        )?;
+        let panel_of = |r: &Results| {
+            r.paper()
+                .and_then(|p| paper::parse_panel(&p))
+                .and_then(|p| p.panel)
+        };
+        let mut produced = Vec::new();
+        for &i in members {
+            let r = &ok[i];
+            let letter = panel_of(r);
+            let caption = letter
+                .and_then(|l| paper::panel_caption(key, l))
+                .map_or_else(|| r.title(), str::to_string);
+            let fig = r.dir.join(format!("{}.png", figures::FIGURE_STEM));
+            produced.push(format!(
+                "{}[{caption}]({}) ({}, {} trials per point)",
+                letter.map_or_else(String::new, |l| format!("({l}) ")),
+                link(&opts.out_dir, &fig),
+                r.data().short(),
+                r.trials_per_point()
+                    .map_or_else(|| "?".to_string(), |n| n.to_string())
+            ));
+        }
+        writeln!(w, "Panels produced: {}.\n", produced.join("; "))?;
+        if let Some(f) = known {
+            let have: Vec<char> = members.iter().filter_map(|&i| panel_of(&ok[i])).collect();
+            let absent: Vec<String> = f
+                .panels
+                .iter()
+                .filter(|(l, _)| !have.contains(l))
+                .map(|(l, c)| format!("({l}) {c}"))
+                .collect();
+            if !absent.is_empty() {
+                writeln!(
+                    w,
+                    "Panels not produced (no bundled scenario for them in this build): {}.\n",
+                    absent.join(", ")
+                )?;
+            }
+            if let Some(claim) = f.claim {
+                writeln!(w, "The paper: \"{claim}\"\n")?;
+            }
+        }
+        let mut claims: Vec<(&Results, Claim)> = Vec::new();
+        for &i in members {
+            let r = &ok[i];
+            match figures::layout_for(r).claims(r) {
+                Ok(cs) => claims.extend(cs.into_iter().map(|c| (r, c))),
+                Err(e) => writeln!(w, "- `{}`: claims not computed: {e:#}", r.name())?,
+            }
+        }
+        if !claims.is_empty() {
+            writeln!(
+                w,
+                "| panel | data | measured | measured value (95% CI) | paper | vs paper | from (mean rework [95% CI]) |"
+            )?;
+            writeln!(w, "|---|---|---|---|---|---|---|")?;
+            for (r, c) in &claims {
+                let panel = panel_of(r).map_or_else(
+                    || r.name(),
+                    |l| {
+                        paper::panel_caption(key, l)
+                            .map_or_else(|| format!("({l})"), |cap| format!("({l}) {cap}"))
+                    },
+                );
+                let measured = match c.measured {
+                    Some(e) => format!(
+                        "{} [{}, {}] (n = {})",
+                        fmt_pct(e.value),
+                        fmt_pct(e.lo),
+                        fmt_pct(e.hi),
+                        e.n
+                    ),
+                    None => "undefined (no rework to reduce)".to_string(),
+                };
+                writeln!(
+                    w,
+                    "| {panel} | {} | {} | {measured} | {}–{} | {} | {} |",
+                    r.data().short(),
+                    c.quantity,
+                    fmt_pct(c.paper_range.0),
+                    fmt_pct(c.paper_range.1),
+                    c.verdict().word(),
+                    c.detail
+                )?;
+            }
+            writeln!(
+                w,
+                "\nReduction = 1 − mean(new)/mean(old) over the trials of the two series, paired by \
+                 trial index (both saw the same failure); the 95% CI is the ratio estimator's \
+                 delta-method interval. \"vs paper\" compares the point estimate with the paper's range.\n"
+            )?;
+        }
+    }
+    let failed: Vec<(&str, String)> = entries
+        .iter()
+        .filter_map(|e| e.error().map(|m| (e.name.as_str(), m)))
+        .collect();
+    if !failed.is_empty() {
+        writeln!(w, "## Failed scenarios\n")?;
+        for (name, error) in failed {
+            writeln!(w, "- `{name}`: {error}")?;
+        }
+        writeln!(w)?;
+    }
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_defaults_and_overrides() {
+        let mut o = ReproduceOptions {
+            quick: true,
+            data_dir: "data".into(),
+            synthetic: false,
+            out_dir: "out".into(),
+            trials: None,
+            scale: None,
+            threads: 1,
+        };
+        assert_eq!(o.trials(), Some(QUICK_TRIALS));
+        assert_eq!(o.scale(), QUICK_SCALE);
+        o.quick = false;
+        assert_eq!(o.trials(), None);
+        assert_eq!(o.scale(), 1.0);
+        o.trials = Some(3);
+        o.scale = Some(0.02);
+        assert_eq!(o.trials(), Some(3));
+        assert_eq!(o.scale(), 0.02);
+        assert_eq!(
+            o.command_line(),
+            "scarsim reproduce --trials 3 --scale 0.02 --data-dir data --out out"
+        );
+    }
+
+    #[test]
+    fn stand_in_when_a_file_is_missing() {
+        let dir = std::env::temp_dir().join(format!("scarsim-choose-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(dir.join("covtype")).unwrap();
+        match choose_data(&[DatasetName::Covtype], &dir, 0.1) {
+            DataChoice::StandIn { scale, missing } => {
+                assert_eq!(scale, 0.1);
+                assert_eq!(missing, vec![dir.join("covtype/covtype.data")]);
+            }
+            DataChoice::Real | DataChoice::NoData => panic!("nothing is there"),
+        }
+        std::fs::write(dir.join("covtype/covtype.data.gz"), b"x").unwrap();
+        assert_eq!(
+            choose_data(&[DatasetName::Covtype], &dir, 0.1),
+            DataChoice::Real
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn links_are_relative() {
+        assert_eq!(
+            link(Path::new("out"), Path::new("out/a/figure.png")),
+            "a/figure.png"
+        );
+    }
+}

@@ -1,0 +1,904 @@
+//! The `protocol` scenario kind: P workers and a parameter server in
+//! simulated wall-clock time, with random straggler delays, under the K-sync,
+//! K-batch-sync, K-async and K-batch-async SGD protocols (Dutta et al. 2018).
+//!
+//! A scenario either measures the **runtime** per iteration (no model; `[runtime]`)
+//! or **trains** a gradient model and records its loss against wall-clock
+//! time (`[training]` and `[model]`).
+//!
+//! ```toml
+//! kind = "protocol"
+//! name = "dutta-runtime-exp"
+//! title = "Runtime per iteration, exponential delays"
+//! paper = "Dutta et al. 2018, Lemma 1, Theorems 3-5"
+//! trials = 100
+//! seed = 2018
+//!
+//! [cluster]
+//! workers = [4, 8, 16, 32]                                  # P; a list sweeps P
+//! compute_time = { distribution = "exponential", rate = 1.0 }
+//! # exponential{rate} | shifted-exponential{shift, rate} | pareto{scale, shape}
+//! # | uniform{low, high} | constant{value} | empirical{file, column?}
+//! communication_time = { distribution = "constant", value = 0.0 }   # optional, added to each gradient
+//!
+//! [runtime]                       # either this ...
+//! warmup_updates = 100            # updates discarded before measuring (default 100)
+//! updates = 2000                  # updates measured per trial
+//!
+//! # [training]                    # ... or this, with a [model]
+//! # horizon = 2000.0              # simulated time per run
+//! # grid_step = 20.0              # loss evaluated at 0, step, 2·step, … ≤ horizon
+//! # loss_subsample = 2000         # MLR: examples of the loss subsample (default 2000)
+//! # loss_every = 0                # updates.csv: loss every N updates (0: never)
+//! # record_trials = 1             # trials whose every update goes to updates.csv
+//! # floor_window = 0.25           # error floor = mean loss over the last quarter of the horizon
+//!
+//! [[series]]
+//! protocol = "k-sync"             # k-sync | k-batch-sync | k-async | k-batch-async
+//! k = "divisors"                  # a number, a list, or every K that divides P
+//! # name = "..."                  # default: the protocol (and " K=k" per K)
+//! # k_schedule = [{ from = 0.0, k = 1 }, { from = 500.0, k = 8 }]   # instead of k
+//! # staleness_aware = { c = 1e-3, eta_max = 0.1 }   # training only; eta_max defaults to η
+//! ```
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::{Meta, SourceText, check_name};
+use crate::cluster::training::StalenessAware;
+use crate::cluster::{Delay, Empirical, KSchedule, Protocol};
+use crate::model::gradient::GradientSpec;
+
+/// Which Ks a series runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KChoice {
+    /// These values.
+    Values(Vec<usize>),
+    /// Every K that divides P.
+    Divisors,
+    /// K changes over time (the adaptive schedule).
+    Schedule(KSchedule),
+}
+
+/// One series to compare.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProtocolSeries {
+    /// Name (legend; `series` column, with " K=k" appended when it runs several K).
+    pub name: String,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// Which K.
+    pub k: KChoice,
+    /// The staleness-aware learning rate, if used.
+    pub staleness_aware: Option<StalenessAware>,
+}
+
+/// Settings of a runtime measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RuntimeConfig {
+    /// Updates run before the clock starts (lets asynchronous runs reach steady state).
+    pub warmup_updates: u64,
+    /// Updates measured.
+    pub updates: u64,
+}
+
+/// Settings of an error-vs-wall-clock measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainingConfig {
+    /// The model.
+    pub model: GradientSpec,
+    /// η (from the model table).
+    pub eta: f64,
+    /// Simulated time of each run.
+    pub horizon: f64,
+    /// Spacing of the common time grid.
+    pub grid_step: f64,
+    /// MLR: examples in the loss subsample.
+    pub loss_subsample: usize,
+    /// updates.csv: loss every N updates (0: not evaluated per update).
+    pub loss_every: u64,
+    /// Trials (0..n) whose every update is written to updates.csv.
+    pub record_trials: usize,
+    /// Fraction of the horizon at its end over which the error floor is averaged.
+    pub floor_window: f64,
+}
+
+impl TrainingConfig {
+    /// The grid times 0, step, 2·step, … ≤ horizon.
+    pub fn grid(&self) -> Vec<f64> {
+        let n = (self.horizon / self.grid_step + 1e-9).floor() as usize;
+        (0..=n).map(|i| i as f64 * self.grid_step).collect()
+    }
+}
+
+/// What a scenario measures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// Wall-clock time per iteration, no model.
+    Runtime(RuntimeConfig),
+    /// Loss against wall-clock time, with a model in the loop.
+    Training(TrainingConfig),
+}
+
+/// A validated `protocol` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProtocolScenario {
+    /// Name, title, paper panel, trials, seed.
+    pub meta: Meta,
+    /// The values of P.
+    pub workers: Vec<usize>,
+    /// Compute-time distribution of one gradient.
+    pub compute_time: Delay,
+    /// Communication time added to each gradient, if any.
+    pub communication_time: Option<Delay>,
+    /// Runtime or training.
+    pub measure: Measure,
+    /// The series (at least one).
+    pub series: Vec<ProtocolSeries>,
+}
+
+/// One (series, P, K) point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Index into `series`.
+    pub series: usize,
+    /// The `series` column: the series name, with " K=k" when the series runs several K.
+    pub label: String,
+    /// P.
+    pub workers: usize,
+    /// K (`None` for a schedule).
+    pub k: Option<usize>,
+    /// K over time (constant unless the series has a schedule).
+    pub schedule: KSchedule,
+}
+
+/// The divisors of `p`, ascending.
+pub fn divisors(p: usize) -> Vec<usize> {
+    (1..=p).filter(|k| p.is_multiple_of(*k)).collect()
+}
+
+impl ProtocolScenario {
+    /// Expands series × P × K into points (series-major, then P, then K).
+    pub fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for (si, s) in self.series.iter().enumerate() {
+            for &p in &self.workers {
+                match &s.k {
+                    KChoice::Schedule(sch) => out.push(Point {
+                        series: si,
+                        label: s.name.clone(),
+                        workers: p,
+                        k: None,
+                        schedule: sch.clone(),
+                    }),
+                    choice => {
+                        let (ks, several) = match choice {
+                            KChoice::Values(v) => (v.clone(), v.len() > 1),
+                            _ => (divisors(p), true),
+                        };
+                        for k in ks {
+                            out.push(Point {
+                                series: si,
+                                label: if several {
+                                    format!("{} K={k}", s.name)
+                                } else {
+                                    s.name.clone()
+                                },
+                                workers: p,
+                                k: Some(k),
+                                schedule: KSchedule::fixed(k),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The training settings, if this is an error-vs-time scenario.
+    pub fn training(&self) -> Option<&TrainingConfig> {
+        match &self.measure {
+            Measure::Training(t) => Some(t),
+            Measure::Runtime(_) => None,
+        }
+    }
+}
+
+fn default_trials() -> Spanned<usize> {
+    Spanned::new(0..0, 100)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[allow(dead_code)]
+    kind: String,
+    name: Spanned<String>,
+    title: String,
+    paper: Option<String>,
+    #[serde(default = "default_trials")]
+    trials: Spanned<usize>,
+    seed: u64,
+    cluster: RawCluster,
+    runtime: Option<Spanned<RawRuntime>>,
+    training: Option<Spanned<RawTraining>>,
+    model: Option<Spanned<toml::Table>>,
+    series: Spanned<Vec<Spanned<RawSeries>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    workers: Spanned<toml::Value>,
+    compute_time: Spanned<RawDelay>,
+    communication_time: Option<Spanned<RawDelay>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDelay {
+    distribution: String,
+    rate: Option<f64>,
+    shift: Option<f64>,
+    scale: Option<f64>,
+    shape: Option<f64>,
+    low: Option<f64>,
+    high: Option<f64>,
+    value: Option<f64>,
+    file: Option<String>,
+    column: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRuntime {
+    #[serde(default = "default_warmup")]
+    warmup_updates: u64,
+    updates: Spanned<u64>,
+}
+
+fn default_warmup() -> u64 {
+    100
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTraining {
+    horizon: Spanned<f64>,
+    grid_step: Spanned<f64>,
+    #[serde(default = "default_subsample")]
+    loss_subsample: Spanned<usize>,
+    #[serde(default)]
+    loss_every: u64,
+    #[serde(default = "default_record")]
+    record_trials: usize,
+    #[serde(default = "default_floor_window")]
+    floor_window: Spanned<f64>,
+}
+
+fn default_subsample() -> Spanned<usize> {
+    Spanned::new(0..0, 2000)
+}
+fn default_record() -> usize {
+    1
+}
+fn default_floor_window() -> Spanned<f64> {
+    Spanned::new(0..0, 0.25)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeries {
+    name: Option<String>,
+    protocol: Protocol,
+    k: Option<Spanned<toml::Value>>,
+    k_schedule: Option<Vec<RawStep>>,
+    staleness_aware: Option<RawStalenessAware>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    from: f64,
+    k: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStalenessAware {
+    c: f64,
+    eta_max: Option<f64>,
+}
+
+/// The folder relative paths in `src` are resolved against: the scenario
+/// file's folder, or the current folder for bundled scenarios.
+fn base_dir(src: &SourceText) -> PathBuf {
+    if src.origin.starts_with("bundled:") {
+        return PathBuf::from(".");
+    }
+    Path::new(src.origin)
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn parse_delay(
+    src: &SourceText,
+    raw: &Spanned<RawDelay>,
+    field: &str,
+    positive_mean: bool,
+) -> Result<Delay> {
+    let span = raw.span();
+    let r = raw.get_ref();
+    let err = |msg: String| src.error_at(span.clone(), field, msg);
+    let given: Vec<(&str, bool)> = vec![
+        ("rate", r.rate.is_some()),
+        ("shift", r.shift.is_some()),
+        ("scale", r.scale.is_some()),
+        ("shape", r.shape.is_some()),
+        ("low", r.low.is_some()),
+        ("high", r.high.is_some()),
+        ("value", r.value.is_some()),
+        ("file", r.file.is_some()),
+        ("column", r.column.is_some()),
+    ];
+    let (needs, optional): (&[&str], &[&str]) = match r.distribution.as_str() {
+        "exponential" => (&["rate"], &[]),
+        "shifted-exponential" => (&["shift", "rate"], &[]),
+        "pareto" => (&["scale", "shape"], &[]),
+        "uniform" => (&["low", "high"], &[]),
+        "constant" => (&["value"], &[]),
+        "empirical" => (&["file"], &["column"]),
+        other => {
+            return Err(err(format!(
+                "unknown distribution `{other}`; expected one of: exponential, shifted-exponential, pareto, uniform, constant, empirical"
+            )));
+        }
+    };
+    let d = r.distribution.as_str();
+    for (name, set) in &given {
+        if *set && !needs.contains(name) && !optional.contains(name) {
+            return Err(err(format!(
+                "`{name}` does not apply to distribution `{d}`, which takes {}",
+                needs
+                    .iter()
+                    .chain(optional)
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )));
+        }
+        if !*set && needs.contains(name) {
+            return Err(err(format!("distribution `{d}` needs `{name}`")));
+        }
+    }
+    let positive = |name: &str, v: f64| -> Result<f64> {
+        if v > 0.0 && v.is_finite() {
+            Ok(v)
+        } else {
+            Err(err(format!("{name} = {v} must be a positive number")))
+        }
+    };
+    let non_negative = |name: &str, v: f64| -> Result<f64> {
+        if v >= 0.0 && v.is_finite() {
+            Ok(v)
+        } else {
+            Err(err(format!("{name} = {v} must be a non-negative number")))
+        }
+    };
+    let delay = match d {
+        "exponential" => Delay::Exponential {
+            rate: positive("rate", r.rate.unwrap_or_default())?,
+        },
+        "shifted-exponential" => Delay::ShiftedExponential {
+            shift: non_negative("shift", r.shift.unwrap_or_default())?,
+            rate: positive("rate", r.rate.unwrap_or_default())?,
+        },
+        "pareto" => Delay::Pareto {
+            scale: positive("scale", r.scale.unwrap_or_default())?,
+            shape: positive("shape", r.shape.unwrap_or_default())?,
+        },
+        "uniform" => {
+            let low = non_negative("low", r.low.unwrap_or_default())?;
+            let high = non_negative("high", r.high.unwrap_or_default())?;
+            if high <= low {
+                return Err(err(format!(
+                    "high = {high} must be greater than low = {low}"
+                )));
+            }
+            Delay::Uniform { low, high }
+        }
+        "constant" => {
+            let v = r.value.unwrap_or_default();
+            Delay::Constant {
+                value: if positive_mean {
+                    positive("value", v)?
+                } else {
+                    non_negative("value", v)?
+                },
+            }
+        }
+        _ => {
+            let file = r.file.clone().unwrap_or_default();
+            let path = base_dir(src).join(&file);
+            let e =
+                Empirical::read(&path, r.column.as_deref()).map_err(|e| err(format!("{e:#}")))?;
+            if positive_mean && e.mean() <= 0.0 {
+                return Err(err(format!(
+                    "every measured time in {} is 0: a gradient must take time",
+                    path.display()
+                )));
+            }
+            Delay::Empirical(Arc::new(e))
+        }
+    };
+    Ok(delay)
+}
+
+fn positive_ints(
+    src: &SourceText,
+    span: Range<usize>,
+    field: &str,
+    v: &toml::Value,
+) -> Result<Vec<usize>> {
+    let one = |x: &toml::Value| match x {
+        toml::Value::Integer(i) if *i >= 1 && *i <= 1_000_000 => Ok(*i as usize),
+        other => Err(src.error_at(
+            span.clone(),
+            field,
+            format!("{other} is not a whole number between 1 and 1,000,000"),
+        )),
+    };
+    match v {
+        toml::Value::Array(a) if !a.is_empty() => a.iter().map(one).collect(),
+        toml::Value::Array(_) => Err(src.error_at(span.clone(), field, "the list is empty")),
+        other => Ok(vec![one(other)?]),
+    }
+}
+
+/// Parses and validates a `protocol` scenario.
+pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
+    let raw: Raw = toml::from_str(src.text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
+    check_name(src, &raw.name)?;
+    let trials = *raw.trials.get_ref();
+    if trials == 0 {
+        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
+    }
+    let workers = positive_ints(
+        src,
+        raw.cluster.workers.span(),
+        "cluster.workers",
+        raw.cluster.workers.get_ref(),
+    )?;
+    let compute_time = parse_delay(src, &raw.cluster.compute_time, "cluster.compute_time", true)?;
+    let communication_time = raw
+        .cluster
+        .communication_time
+        .as_ref()
+        .map(|d| parse_delay(src, d, "cluster.communication_time", false))
+        .transpose()?;
+
+    let measure = match (&raw.runtime, &raw.training, &raw.model) {
+        (Some(rt), None, None) => {
+            let r = rt.get_ref();
+            if *r.updates.get_ref() == 0 {
+                return Err(src.error_at(
+                    r.updates.span(),
+                    "runtime.updates",
+                    "must be at least 1",
+                ));
+            }
+            Measure::Runtime(RuntimeConfig {
+                warmup_updates: r.warmup_updates,
+                updates: *r.updates.get_ref(),
+            })
+        }
+        (Some(rt), _, _) => {
+            return Err(src.error_at(
+                rt.span(),
+                "runtime",
+                "a scenario has either [runtime] (no model) or [training] with a [model], not both",
+            ));
+        }
+        (None, Some(tr), Some(model)) => {
+            let t = tr.get_ref();
+            let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
+            let horizon = *t.horizon.get_ref();
+            if !(horizon > 0.0 && horizon.is_finite()) {
+                return Err(src.error_at(
+                    t.horizon.span(),
+                    "training.horizon",
+                    format!("{horizon} must be a positive number"),
+                ));
+            }
+            let step = *t.grid_step.get_ref();
+            if !(step > 0.0 && step.is_finite()) || horizon / step > 100_000.0 {
+                return Err(src.error_at(
+                    t.grid_step.span(),
+                    "training.grid_step",
+                    format!(
+                        "{step} must be positive and give at most 100,000 grid points over the horizon {horizon}"
+                    ),
+                ));
+            }
+            if *t.loss_subsample.get_ref() == 0 {
+                return Err(src.error_at(
+                    t.loss_subsample.span(),
+                    "training.loss_subsample",
+                    "must be at least 1",
+                ));
+            }
+            let fw = *t.floor_window.get_ref();
+            if !(fw > 0.0 && fw <= 1.0) {
+                return Err(src.error_at(
+                    t.floor_window.span(),
+                    "training.floor_window",
+                    format!("{fw} is outside (0, 1]"),
+                ));
+            }
+            Measure::Training(TrainingConfig {
+                eta: spec.learning_rate(),
+                model: spec,
+                horizon,
+                grid_step: step,
+                loss_subsample: *t.loss_subsample.get_ref(),
+                loss_every: t.loss_every,
+                record_trials: t.record_trials,
+                floor_window: fw,
+            })
+        }
+        (None, Some(tr), None) => {
+            return Err(src.error_at(
+                tr.span(),
+                "model",
+                "a [training] scenario needs a [model] table (kind = \"mlr\" or \"quadratic\")",
+            ));
+        }
+        (None, None, Some(m)) => {
+            return Err(src.error_at(
+                m.span(),
+                "training",
+                "a scenario with a [model] needs a [training] table (horizon, grid_step)",
+            ));
+        }
+        (None, None, None) => {
+            return Err(src.error(
+                "runtime",
+                "give [runtime] (time per iteration, no model) or [training] with a [model] (loss vs time)",
+            ));
+        }
+    };
+    let eta = match &measure {
+        Measure::Training(t) => Some(t.eta),
+        Measure::Runtime(_) => None,
+    };
+
+    if raw.series.get_ref().is_empty() {
+        return Err(src.error_at(
+            raw.series.span(),
+            "series",
+            "at least one [[series]] is needed",
+        ));
+    }
+    let mut series: Vec<ProtocolSeries> = Vec::new();
+    for rs in raw.series.get_ref() {
+        let span = rs.span();
+        let r = rs.get_ref();
+        let at = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
+        let k = match (&r.k, &r.k_schedule) {
+            (Some(v), None) => match v.get_ref() {
+                toml::Value::String(s) if s == "divisors" => KChoice::Divisors,
+                toml::Value::String(s) => {
+                    return Err(src.error_at(
+                        v.span(),
+                        "series.k",
+                        format!("`{s}`: give a number, a list of numbers, or \"divisors\""),
+                    ));
+                }
+                other => KChoice::Values(positive_ints(src, v.span(), "series.k", other)?),
+            },
+            (None, Some(steps)) => KChoice::Schedule(
+                KSchedule::steps(steps.iter().map(|s| (s.from, s.k)).collect())
+                    .map_err(|e| at("series.k_schedule", e))?,
+            ),
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    "series.k",
+                    "give either `k` or `k_schedule`, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(at(
+                    "series.k",
+                    "missing: give `k` (a number, a list or \"divisors\") or a `k_schedule`".into(),
+                ));
+            }
+        };
+        let name = match (&r.name, &k) {
+            (Some(n), _) => n.clone(),
+            (None, KChoice::Values(v)) if v.len() == 1 => {
+                format!("{} K={}", r.protocol.name(), v[0])
+            }
+            (None, KChoice::Schedule(_)) => format!("{} adaptive", r.protocol.name()),
+            (None, _) => r.protocol.name().to_string(),
+        };
+        if name.trim().is_empty() || name.contains(',') || name.contains('"') {
+            return Err(at(
+                "series.name",
+                format!("{name:?} is not a usable series name (non-empty, no commas or quotes)"),
+            ));
+        }
+        let staleness_aware = match (&r.staleness_aware, eta) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(at(
+                    "series.staleness_aware",
+                    "the staleness-aware learning rate only applies to [training] scenarios".into(),
+                ));
+            }
+            (Some(sa), Some(eta)) => {
+                let eta_max = sa.eta_max.unwrap_or(eta);
+                if !(sa.c > 0.0 && sa.c.is_finite()) {
+                    return Err(at(
+                        "series.staleness_aware.c",
+                        format!("{} must be a positive number", sa.c),
+                    ));
+                }
+                if !(eta_max > 0.0 && eta_max.is_finite()) {
+                    return Err(at(
+                        "series.staleness_aware.eta_max",
+                        format!("{eta_max} must be a positive number"),
+                    ));
+                }
+                Some(StalenessAware { c: sa.c, eta_max })
+            }
+        };
+        series.push(ProtocolSeries {
+            name,
+            protocol: r.protocol,
+            k,
+            staleness_aware,
+        });
+    }
+
+    let scenario = ProtocolScenario {
+        meta: Meta {
+            kind: "protocol".into(),
+            name: raw.name.get_ref().clone(),
+            title: raw.title.clone(),
+            paper: raw.paper.clone(),
+            trials,
+            seed: raw.seed,
+        },
+        workers,
+        compute_time,
+        communication_time,
+        measure,
+        series,
+    };
+    let points = scenario.points();
+    let spans: Vec<Range<usize>> = raw.series.get_ref().iter().map(|s| s.span()).collect();
+    let mut seen = std::collections::HashSet::new();
+    for p in &points {
+        let s = &scenario.series[p.series];
+        let at = |field: &str, msg: String| src.error_at(spans[p.series].clone(), field, msg);
+        if !seen.insert((p.label.clone(), p.workers)) {
+            return Err(at(
+                "series.name",
+                format!(
+                    "series `{}` appears twice at P = {}; give the series distinct names",
+                    p.label, p.workers
+                ),
+            ));
+        }
+        if s.protocol.needs_distinct_workers() && p.schedule.max_k() > p.workers {
+            return Err(at(
+                "series.k",
+                format!(
+                    "K = {} exceeds P = {} workers: {} takes one gradient per worker, so K ≤ P",
+                    p.schedule.max_k(),
+                    p.workers,
+                    s.protocol.name()
+                ),
+            ));
+        }
+        if p.schedule.max_k() > 64 * p.workers {
+            return Err(at(
+                "series.k",
+                format!(
+                    "K = {} is more than 64·P; that is surely a mistake",
+                    p.schedule.max_k()
+                ),
+            ));
+        }
+    }
+    Ok(scenario)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUNTIME: &str = r#"
+kind = "protocol"
+name = "rt"
+title = "runtime"
+trials = 4
+seed = 1
+
+[cluster]
+workers = [2, 4]
+compute_time = { distribution = "exponential", rate = 1.0 }
+
+[runtime]
+updates = 50
+
+[[series]]
+protocol = "k-sync"
+k = "divisors"
+
+[[series]]
+protocol = "k-batch-async"
+k = 3
+"#;
+
+    const TRAINING: &str = r#"
+kind = "protocol"
+name = "tr"
+title = "training"
+trials = 2
+seed = 1
+
+[cluster]
+workers = 4
+compute_time = { distribution = "shifted-exponential", shift = 0.5, rate = 1 }
+communication_time = { distribution = "uniform", low = 0.0, high = 0.1 }
+
+[model]
+kind = "quadratic"
+dimension = 10
+l = 2.0
+c = 0.5
+sigma2 = 1.0
+batch_size = 1
+learning_rate = 0.1
+
+[training]
+horizon = 100.0
+grid_step = 10.0
+
+[[series]]
+protocol = "k-async"
+k = [1, 4]
+
+[[series]]
+name = "adaptive"
+protocol = "k-async"
+k_schedule = [{ from = 0.0, k = 1 }, { from = 50.0, k = 4 }]
+
+[[series]]
+name = "aware"
+protocol = "k-async"
+k = 1
+staleness_aware = { c = 0.01 }
+"#;
+
+    fn p(t: &str) -> Result<ProtocolScenario> {
+        parse(&SourceText::new(t, "test.toml"))
+    }
+
+    #[test]
+    fn runtime_points() {
+        let s = p(RUNTIME).unwrap();
+        let pts = s.points();
+        let labels: Vec<(String, usize)> =
+            pts.iter().map(|p| (p.label.clone(), p.workers)).collect();
+        assert_eq!(
+            labels,
+            vec![
+                ("k-sync K=1".into(), 2),
+                ("k-sync K=2".into(), 2),
+                ("k-sync K=1".into(), 4),
+                ("k-sync K=2".into(), 4),
+                ("k-sync K=4".into(), 4),
+                ("k-batch-async K=3".into(), 2),
+                ("k-batch-async K=3".into(), 4),
+            ]
+        );
+        assert!(matches!(
+            s.measure,
+            Measure::Runtime(RuntimeConfig {
+                warmup_updates: 100,
+                updates: 50
+            })
+        ));
+    }
+
+    #[test]
+    fn training_points_and_defaults() {
+        let s = p(TRAINING).unwrap();
+        let t = s.training().unwrap();
+        assert_eq!(t.eta, 0.1);
+        assert_eq!(t.grid().len(), 11);
+        assert_eq!(t.loss_subsample, 2000);
+        let pts = s.points();
+        assert_eq!(pts.len(), 4);
+        assert_eq!(pts[2].label, "adaptive");
+        assert_eq!(pts[2].k, None);
+        assert_eq!(pts[2].schedule.k_at(60.0), 4);
+        assert_eq!(
+            s.series[2].staleness_aware,
+            Some(StalenessAware {
+                c: 0.01,
+                eta_max: 0.1
+            })
+        );
+    }
+
+    #[test]
+    fn bad_values_are_reported_with_their_place() {
+        let e = |t: String| p(&t).unwrap_err().to_string();
+        let m = e(RUNTIME.replace("k = 3", "k = 0"));
+        assert!(
+            m.contains("series.k") && m.contains("not a whole number"),
+            "{m}"
+        );
+        let m = e(RUNTIME.replace(
+            "protocol = \"k-sync\"\nk = \"divisors\"",
+            "protocol = \"k-sync\"\nk = 3",
+        ));
+        assert!(m.contains("K = 3 exceeds P = 2"), "{m}");
+        let m = e(RUNTIME.replace("rate = 1.0", "rate = -1.0"));
+        assert!(
+            m.contains("cluster.compute_time") && m.contains("positive"),
+            "{m}"
+        );
+        let m = e(RUNTIME.replace("rate = 1.0", "rate = 1.0, shift = 2.0"));
+        assert!(m.contains("`shift` does not apply"), "{m}");
+        let m = e(RUNTIME.replace("\"exponential\"", "\"gamma\""));
+        assert!(m.contains("unknown distribution `gamma`"), "{m}");
+        let m = e(RUNTIME.replace("\"k-sync\"", "\"k-synch\""));
+        assert!(m.contains("k-synch") && m.contains("line"), "{m}");
+        let m = e(RUNTIME.replace("[runtime]\nupdates = 50\n", ""));
+        assert!(m.contains("[runtime]") && m.contains("[training]"), "{m}");
+        let m = e(TRAINING.replace(
+            "staleness_aware = { c = 0.01 }",
+            "staleness_aware = { c = 0.0 }",
+        ));
+        assert!(m.contains("staleness_aware.c"), "{m}");
+        let m = e(TRAINING.replace("{ from = 0.0, k = 1 }, ", ""));
+        assert!(m.contains("time 0"), "{m}");
+        let m = e(TRAINING.replace("horizon = 100.0", "horizon = -1.0"));
+        assert!(m.contains("training.horizon"), "{m}");
+        let m = e(TRAINING.replace("kind = \"quadratic\"", "kind = \"svm\""));
+        assert!(
+            m.contains("unknown model `svm`") && m.contains("quadratic"),
+            "{m}"
+        );
+        let m = e(RUNTIME.replace("k = 3", "k = 3\nstaleness_aware = { c = 1.0 }"));
+        assert!(m.contains("only applies to [training]"), "{m}");
+        let m = e(RUNTIME.replace(
+            "\"exponential\", rate = 1.0",
+            "\"empirical\", file = \"nope.csv\"",
+        ));
+        assert!(
+            m.contains("nope.csv") && m.contains("cluster.compute_time"),
+            "{m}"
+        );
+        let m = e(RUNTIME.replace("workers = [2, 4]", "workers = []"));
+        assert!(m.contains("cluster.workers"), "{m}");
+        let m = e(RUNTIME.replace(
+            "protocol = \"k-batch-async\"\nk = 3",
+            "protocol = \"k-sync\"\nk = 1\nname = \"k-sync K=1\"",
+        ));
+        assert!(m.contains("appears twice"), "{m}");
+    }
+}

@@ -1,0 +1,332 @@
+//! Figures and reproduction end to end: `run` draws each scenario's figure,
+//! `plot` redraws results folders and assembles grids, `reproduce` runs every
+//! bundled scenario and writes REPORT.md. Every figure file is checked: the
+//! SVG parses as XML and carries the title, the PNG decodes at the expected
+//! size with ink on the page and text in the title band.
+
+mod common;
+
+use std::path::Path;
+
+use common::{scarsim, small_recovery, stderr, tmpdir};
+
+/// Pixel size of a single-scenario figure (render::SINGLE_SIZE).
+const SINGLE: (u32, u32) = (1000, 680);
+
+/// Decodes a PNG into (width, height, RGB bytes).
+fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap_or_else(|e| panic!("{} is not a PNG: {e}", path.display()));
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb, "{}", path.display());
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+/// Checks a PNG figure: expected size, mostly white page with a fair amount
+/// of non-white (axes, lines, text), and dark text pixels in the title band.
+fn check_png(path: &Path, size: (u32, u32)) {
+    let (w, h, rgb) = decode_png(path);
+    assert_eq!((w, h), size, "{}", path.display());
+    let px = |x: u32, y: u32| {
+        let i = ((y * w + x) * 3) as usize;
+        (rgb[i], rgb[i + 1], rgb[i + 2])
+    };
+    let total = (w * h) as usize;
+    let non_white = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (x, y)))
+        .filter(|&(x, y)| px(x, y) != (255, 255, 255))
+        .count();
+    assert!(
+        non_white > total / 100 && non_white < total * 85 / 100,
+        "{}: {non_white} of {total} pixels drawn",
+        path.display()
+    );
+    // The title is centred in the top 40 rows: dark glyph pixels there.
+    let title_ink = (8..40)
+        .flat_map(|y| (w / 4..3 * w / 4).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let (r, g, b) = px(x, y);
+            r < 90 && g < 90 && b < 90
+        })
+        .count();
+    assert!(
+        title_ink > 200,
+        "{}: only {title_ink} dark pixels in the title band",
+        path.display()
+    );
+}
+
+/// Checks an SVG figure: well-formed XML, an <svg> root, and `texts` present
+/// among its text elements.
+fn check_svg(path: &Path, texts: &[&str]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text)
+        .unwrap_or_else(|e| panic!("{} is not well-formed XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let all: String = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for t in texts {
+        assert!(
+            all.contains(t),
+            "{}: no text {t:?} in {all:?}",
+            path.display()
+        );
+    }
+}
+
+fn run_small(dir: &Path, name: &str, extra: &[&str]) {
+    std::fs::write(dir.join(format!("{name}.toml")), small_recovery(name, 3)).unwrap();
+    let file = format!("{name}.toml");
+    let mut args = vec![
+        "run",
+        &file,
+        "--synthetic",
+        "--scale",
+        "0.02",
+        "--out",
+        "out",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let o = scarsim(dir, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn run_draws_the_figure_next_to_the_csv() {
+    let dir = tmpdir("fig-run");
+    run_small(&dir, "small", &[]);
+    let res = dir.join("out/small");
+    check_png(&res.join("figure.png"), SINGLE);
+    check_svg(
+        &res.join("figure.svg"),
+        &[
+            "small test scenario",
+            "Fraction of failed parameters",
+            "Rework iterations",
+            "full",
+            "partial",
+            "3 trials per point",
+            "synthetic stand-in for MNIST (scale 0.02)",
+        ],
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&res)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn no_plot_then_plot_and_grid() {
+    let dir = tmpdir("fig-plot");
+    run_small(&dir, "one", &["--no-plot"]);
+    run_small(&dir, "two", &["--no-plot"]);
+    assert!(
+        !dir.join("out/one/figure.png").exists(),
+        "--no-plot draws nothing"
+    );
+    // `plot` on the parent folder draws every results folder in it, and the grid.
+    let o = scarsim(&dir, &["plot", "out", "--grid", "both"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for name in ["one", "two"] {
+        check_png(&dir.join(format!("out/{name}/figure.png")), SINGLE);
+        check_svg(
+            &dir.join(format!("out/{name}/figure.svg")),
+            &["Rework iterations"],
+        );
+    }
+    // Two scenarios of no paper figure: one row of two 620×470 panels under an 86-pixel title.
+    check_png(&dir.join("out/both.png"), (1240, 86 + 470));
+    check_svg(
+        &dir.join("out/both.svg"),
+        &["2 scenarios", "small test scenario"],
+    );
+    // Redrawing gives the same bytes (figures are deterministic).
+    let before = std::fs::read(dir.join("out/one/figure.png")).unwrap();
+    let o = scarsim(&dir, &["plot", "out/one"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        before,
+        std::fs::read(dir.join("out/one/figure.png")).unwrap()
+    );
+}
+
+#[test]
+fn plot_rejects_what_is_not_a_results_folder() {
+    let dir = tmpdir("fig-bad");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let o = scarsim(&dir, &["plot", "empty"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("empty") && e.contains("not a scarsim results folder"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+    // A summary without the columns a figure needs.
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("summary.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::write(bad.join("manifest.json"), "{}").unwrap();
+    let o = scarsim(&dir, &["plot", "bad"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("summary.csv") && e.contains("`x`"), "{e}");
+    assert!(!bad.join("figure.png").exists(), "no figure from bad input");
+}
+
+#[test]
+fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
+    let dir = tmpdir("fig-reproduce");
+    let o = scarsim(
+        &dir,
+        &[
+            "reproduce",
+            "--quick",
+            "--trials",
+            "2",
+            "--scale",
+            "0.02",
+            "--out",
+            "rep",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rep = dir.join("rep");
+    let report = std::fs::read_to_string(rep.join("REPORT.md")).unwrap();
+    let names: Vec<&str> = scarsim::scenario::bundled::names().collect();
+    assert!(!names.is_empty());
+    for name in &names {
+        assert!(
+            report.contains(&format!("`{name}`")),
+            "REPORT.md does not list {name}"
+        );
+        check_png(&rep.join(name).join("figure.png"), SINGLE);
+        let kind = scarsim::scenario::bundled::find(name)
+            .map(|text| text.contains("kind = \"recovery\""))
+            .unwrap_or(false);
+        let expect: &[&str] = if kind {
+            &["Rework iterations"]
+        } else {
+            &[name]
+        };
+        check_svg(&rep.join(name).join("figure.svg"), expect);
+    }
+    // No data folder here: every scenario ran on a stand-in, and says so.
+    let need_data = names
+        .iter()
+        .filter(|n| {
+            let (sc, _, _) = scarsim::scenario::load(n).unwrap();
+            !scarsim::reproduce::datasets_of(&sc).is_empty()
+        })
+        .count();
+    assert!(need_data >= 8 && need_data < names.len());
+    assert!(report.contains(&format!(
+        "0 of {need_data} scenarios on real data from `data`; {} need no dataset",
+        names.len() - need_data
+    )));
+    assert!(report.contains("synthetic stand-in for MNIST (scale 0.02)"));
+    // The paper grids (2×4 panels of 620×470 under an 86-pixel title) and their claims.
+    for (stem, title) in [
+        ("scar-fig6", "SCAR Figure 6: partial vs full recovery"),
+        (
+            "scar-fig7",
+            "SCAR Figure 7: prioritized partial checkpoints",
+        ),
+    ] {
+        check_png(&rep.join(format!("{stem}.png")), (4 * 620, 86 + 2 * 470));
+        check_svg(
+            &rep.join(format!("{stem}.svg")),
+            &[title, "(a) MLR on MNIST"],
+        );
+        assert!(report.contains(&format!("## {title}")), "{title}");
+        assert!(report.contains(&format!("({stem}.png)")));
+    }
+    for claim in [
+        "partial vs full recovery, 1/4 lost",
+        "partial vs full recovery, 1/2 lost",
+        "partial vs full recovery, 3/4 lost",
+        "priority 1/8 checkpoints + partial recovery vs traditional",
+        "59%–89%",
+        "78%–95%",
+    ] {
+        assert!(report.contains(claim), "REPORT.md lacks {claim:?}");
+    }
+    assert!(report.contains("total wall time"));
+}
+
+#[test]
+fn reproduce_uses_real_data_where_present_and_reports_failures() {
+    let dir = tmpdir("fig-reproduce-real");
+    // A CoverType file that is present (so it is chosen) but broken.
+    std::fs::create_dir_all(dir.join("data/covtype")).unwrap();
+    std::fs::write(dir.join("data/covtype/covtype.data"), "not,numbers\n").unwrap();
+    let o = scarsim(
+        &dir,
+        &[
+            "reproduce",
+            "--quick",
+            "--trials",
+            "2",
+            "--scale",
+            "0.02",
+            "--out",
+            "rep",
+        ],
+    );
+    assert!(
+        !o.status.success(),
+        "a failed scenario makes the command fail"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("scar-partial-mlr-covtype: real data from data"),
+        "{err}"
+    );
+    assert!(
+        err.contains("scar-partial-mlr-mnist: synthetic stand-in at scale 0.02"),
+        "{err}"
+    );
+    assert!(err.contains("scenarios failed"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let report = std::fs::read_to_string(dir.join("rep/REPORT.md")).unwrap();
+    assert!(report.contains("## Failed scenarios"), "{report}");
+    assert!(
+        report.contains("covtype.data line 1"),
+        "the loader's error is quoted"
+    );
+    // The others still ran and were drawn, in the paper's grid.
+    check_png(&dir.join("rep/scar-partial-mlr-mnist/figure.png"), SINGLE);
+    check_png(&dir.join("rep/scar-fig6.png"), (4 * 620, 86 + 2 * 470));
+    // With --synthetic the present file is ignored and everything runs.
+    let o = scarsim(
+        &dir,
+        &[
+            "reproduce",
+            "--quick",
+            "--synthetic",
+            "--trials",
+            "2",
+            "--scale",
+            "0.02",
+            "--out",
+            "syn",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = std::fs::read_to_string(dir.join("syn/REPORT.md")).unwrap();
+    assert!(report.contains("`--synthetic` was given"));
+    assert!(!report.contains("## Failed scenarios"));
+}
