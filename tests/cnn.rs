@@ -234,3 +234,114 @@ fn bad_cnn_models_are_rejected_clearly() {
         stderr(&o)
     );
 }
+
+/// A protocol scenario (Dutta et al.) training the CNN inside the wall-clock
+/// simulation, on the stand-in.
+fn cnn_protocol(model_extra: &str) -> String {
+    format!(
+        r#"
+kind = "protocol"
+name = "cnnproto"
+title = "CNN under the protocols"
+trials = 2
+seed = 9
+
+[cluster]
+workers = 4
+compute_time = {{ distribution = "shifted-exponential", shift = 0.5, rate = 2.0 }}
+
+[model]
+kind = "cnn"
+dataset = "mnist"
+batch_size = 16
+learning_rate = 0.2
+{model_extra}
+
+[training]
+horizon = 60.0
+grid_step = 20.0
+loss_subsample = 200
+loss_every = 5
+record_trials = 1
+
+[[series]]
+protocol = "k-sync"
+k = [1, 4]
+
+[[series]]
+protocol = "k-async"
+k = 1
+"#
+    )
+}
+
+#[test]
+fn cnn_trains_under_the_protocols_deterministically() {
+    let dir = tmpdir("cnn-protocol");
+    std::fs::write(dir.join("p.toml"), cnn_protocol("")).unwrap();
+    for (out, threads) in [("one", "1"), ("two", "2")] {
+        let o = scarsim(
+            &dir,
+            &[
+                "run",
+                "p.toml",
+                "--synthetic",
+                "--scale",
+                "0.02",
+                "--threads",
+                threads,
+                "--out",
+                out,
+                "--quiet",
+                "--no-plot",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for f in ["summary.csv", "loss_vs_time.csv", "updates.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("one/cnnproto").join(f)).unwrap(),
+            std::fs::read(dir.join("two/cnnproto").join(f)).unwrap(),
+            "{f} differs between 1 and 2 threads"
+        );
+    }
+    // Every series' mean loss falls from time 0 (≈ ln 10) to the horizon.
+    let curve = std::fs::read_to_string(dir.join("one/cnnproto/loss_vs_time.csv")).unwrap();
+    let (series, time, mean) = (
+        column(&curve, "series"),
+        column(&curve, "time"),
+        column(&curve, "mean"),
+    );
+    let mut checked = 0;
+    for i in 0..series.len() {
+        if time[i] == "60" {
+            let j = (0..series.len())
+                .find(|&j| series[j] == series[i] && time[j] == "0")
+                .unwrap();
+            let (a, b): (f64, f64) = (mean[j].parse().unwrap(), mean[i].parse().unwrap());
+            assert!((a - 10f64.ln()).abs() < 0.1, "{}: start {a}", series[i]);
+            assert!(b < a - 0.05, "{}: {a} -> {b}", series[i]);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 3);
+    let manifest = std::fs::read_to_string(dir.join("one/cnnproto/manifest.json")).unwrap();
+    assert!(manifest.contains("\"cnn\""), "{manifest}");
+}
+
+#[test]
+fn scar_only_cnn_keys_are_rejected_in_protocol_scenarios() {
+    for key in ["partitioning = \"by-layer\"", "beta1 = 0.9", "window = 5"] {
+        let dir = tmpdir("cnn-protocol-bad");
+        std::fs::write(dir.join("bad.toml"), cnn_protocol(key)).unwrap();
+        let o = scarsim(&dir, &["validate", "bad.toml"]);
+        assert_eq!(o.status.code(), Some(1), "accepted {key}");
+        let err = stderr(&o);
+        let field = key.split(' ').next().unwrap();
+        assert!(
+            err.contains(&format!("model.{field}")) && err.contains("protocol scenarios"),
+            "{key}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -7,6 +7,7 @@
 //! single blocks when it checkpoints, fails and recovers.
 
 pub mod cnn;
+pub mod cnn_gradient;
 pub mod gradient;
 pub mod kernels;
 pub mod lda;

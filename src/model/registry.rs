@@ -129,7 +129,11 @@ impl ModelSpec {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
-                return Err(src.error_at(span, "model.kind", "missing; expected one of: mlr, lda"));
+                return Err(src.error_at(
+                    span,
+                    "model.kind",
+                    "missing; expected one of: mlr, lda, cnn",
+                ));
             }
         };
         let value = toml::Value::Table(table.clone());

@@ -344,6 +344,38 @@ impl Cnn {
             .gradient(w, self.batch, &ws.labels[..self.batch], &mut ws.grad)
     }
 
+    /// The gradient of the mean cross-entropy of minibatch `ctx.iteration`
+    /// (of run `ctx.run_seed`'s data order) at parameters `w`, written into
+    /// `out` (length [`Arch::parameters`]); returns the minibatch's mean
+    /// cross-entropy. This is what a worker of the wall-clock protocol
+    /// simulations computes on the parameters it pulled
+    /// ([`crate::model::cnn_gradient`]).
+    pub fn minibatch_gradient(
+        &self,
+        w: &[f32],
+        ctx: IterCtx,
+        ws: &mut CnnWorkspace,
+        out: &mut [f32],
+    ) -> f64 {
+        let loss = self.batch_gradient(w, ctx, ws);
+        out.copy_from_slice(&ws.grad);
+        loss / self.batch as f64
+    }
+
+    /// Mean cross-entropy of parameters `w` over the fixed evaluation subset
+    /// of the `subset` metric (NaN with the running-mean metric, which has
+    /// no subset).
+    pub fn subset_loss(&self, w: &[f32], ws: &mut CnnWorkspace) -> f64 {
+        let cap = ws.net.capacity();
+        let f = self.data.features;
+        let mut total = 0.0;
+        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
+            ws.net.forward_from(w, xs, ys.len());
+            total += ws.net.loss(ys.len(), ys);
+        }
+        total / self.eval_y.len() as f64
+    }
+
     /// One Adam update of every block from the gradient `g`, each block with
     /// its own step counter (see the module documentation).
     fn adam(&self, state: &mut CnnState, g: &[f32]) {
@@ -445,14 +477,7 @@ impl Model for Cnn {
         if let CnnMetric::RunningMean { window } = self.config.metric {
             return state.losses.iter().sum::<f64>() / window as f64;
         }
-        let cap = ws.net.capacity();
-        let f = self.data.features;
-        let mut total = 0.0;
-        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
-            ws.net.forward_from(&state.w, xs, ys.len());
-            total += ws.net.loss(ys.len(), ys);
-        }
-        total / self.eval_y.len() as f64
+        self.subset_loss(&state.w, ws)
     }
 
     fn step(&self, state: &mut CnnState, ctx: IterCtx, ws: &mut CnnWorkspace) {
