@@ -15,6 +15,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::ModelSpec;
+use super::cnn::{Cnn, CnnConfig};
+use super::cnn_gradient::{self, CnnGradient};
 use super::mlr::{Mlr, MlrConfig};
 use super::mlr_gradient::MlrGradient;
 use super::quadratic::{NoisyQuadratic, QuadraticConfig};
@@ -98,7 +100,7 @@ pub trait GradientModel: Send + Sync {
 /// A gradient model and its hyper-parameters, as a scenario's `[model]` names it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GradientSpec {
-    /// A model of the shared registry that has a gradient implementation (MLR).
+    /// A model of the shared registry that has a gradient implementation (MLR, CNN).
     Registry(ModelSpec),
     /// The noisy quadratic ([`NoisyQuadratic`]).
     Quadratic(QuadraticConfig),
@@ -136,6 +138,13 @@ impl GradientSpec {
                 src, span, table,
             )?));
         }
+        let cnn_table;
+        let table = if table.get("kind").and_then(|k| k.as_str()) == Some("cnn") {
+            cnn_table = cnn_gradient::protocol_table(src, span.clone(), table)?;
+            &cnn_table
+        } else {
+            table
+        };
         let spec = ModelSpec::parse(src, span.clone(), table).map_err(|e| {
             let msg = e.to_string();
             if msg.contains("unknown model") || msg.contains("model.kind") {
@@ -146,12 +155,12 @@ impl GradientSpec {
         })?;
         #[allow(unreachable_patterns)]
         match spec {
-            ModelSpec::Mlr { .. } => Ok(GradientSpec::Registry(spec)),
+            ModelSpec::Mlr { .. } | ModelSpec::Cnn { .. } => Ok(GradientSpec::Registry(spec)),
             other => Err(src.error_at(
                 span,
                 "model.kind",
                 format!(
-                    "model `{}` has no gradient implementation yet; protocol scenarios take `mlr` or `quadratic`",
+                    "model `{}` has no gradient implementation yet; protocol scenarios take `mlr`, `cnn` or `quadratic`",
                     other.kind_name()
                 ),
             )),
@@ -170,7 +179,8 @@ impl GradientSpec {
     pub fn learning_rate(&self) -> f64 {
         #[allow(unreachable_patterns)]
         match self {
-            GradientSpec::Registry(ModelSpec::Mlr { learning_rate, .. }) => *learning_rate,
+            GradientSpec::Registry(ModelSpec::Mlr { learning_rate, .. })
+            | GradientSpec::Registry(ModelSpec::Cnn { learning_rate, .. }) => *learning_rate,
             GradientSpec::Quadratic(q) => q.learning_rate,
             GradientSpec::Registry(_) => f64::NAN,
         }
@@ -196,9 +206,9 @@ pub trait GradientVisitor {
     fn visit<M: GradientModel>(self, model: &M, data: &GradientData) -> Self::Output;
 }
 
-/// Builds the gradient model of `spec` and hands it to `visitor`. MLR's loss
-/// is evaluated on a fixed subsample of `loss_rows` training examples drawn
-/// from `seed`.
+/// Builds the gradient model of `spec` and hands it to `visitor`. The MLR's
+/// and the CNN's losses are evaluated on a fixed subsample of `loss_rows`
+/// training examples drawn from `seed`.
 pub fn build_gradient_and_visit<V: GradientVisitor>(
     spec: &GradientSpec,
     cache: &DataCache,
@@ -243,6 +253,44 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
                 },
             );
             let model = MlrGradient::new(mlr, loss_rows, seed);
+            Ok(visitor.visit(&model, &data))
+        }
+        GradientSpec::Registry(ModelSpec::Cnn {
+            dataset,
+            partitioning,
+            batch_size,
+            learning_rate,
+            beta1,
+            beta2,
+            epsilon,
+            ..
+        }) => {
+            let d = cache.classification(*dataset, opts, seed)?;
+            let data = GradientData {
+                dataset: dataset.to_string(),
+                label: d.provenance.label(),
+                details: serde_json::json!({
+                    "dataset": dataset,
+                    "provenance": d.provenance,
+                    "rows": d.rows,
+                }),
+            };
+            // The minibatch is used as given, as for the MLR; the PS applies
+            // SGD with `learning_rate` (see cnn_gradient).
+            let cnn = Cnn::new(
+                d,
+                &CnnConfig {
+                    partitioning: *partitioning,
+                    batch_size: *batch_size,
+                    learning_rate: *learning_rate,
+                    beta1: *beta1,
+                    beta2: *beta2,
+                    epsilon: *epsilon,
+                    metric: cnn_gradient::loss_metric(loss_rows),
+                    seed,
+                },
+            )?;
+            let model = CnnGradient::new(cnn)?;
             Ok(visitor.visit(&model, &data))
         }
         GradientSpec::Registry(other) => bail!(

@@ -6,6 +6,8 @@
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 
+pub mod cnn;
+pub mod cnn_gradient;
 pub mod flat;
 pub mod gradient;
 pub mod kernels;

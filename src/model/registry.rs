@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Model;
+use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
 use super::lda::{Lda, LdaConfig, MAX_TOPICS};
 use super::mf::{Mf, MfConfig};
 use super::mlr::{Mlr, MlrConfig};
@@ -36,6 +37,25 @@ pub enum ModelSpec {
         step_size: f64,
         /// Starting point x(0).
         x0: [f64; qp::DIM],
+    },
+    /// LeNet-5-style CNN trained by Adam ([`Cnn`]).
+    Cnn {
+        /// `mnist`.
+        dataset: DatasetName,
+        /// By-layer or by-shard blocks.
+        partitioning: Partitioning,
+        /// Minibatch size b (not scaled for stand-ins).
+        batch_size: usize,
+        /// Adam step size α.
+        learning_rate: f64,
+        /// Adam β1.
+        beta1: f64,
+        /// Adam β2.
+        beta2: f64,
+        /// Adam ε.
+        epsilon: f64,
+        /// The convergence metric.
+        metric: CnnMetric,
     },
     /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
     Lda {
@@ -101,7 +121,48 @@ struct RawMf {
 }
 
 /// The model kinds [`ModelSpec::parse`] accepts.
-const MODEL_KINDS: &str = "mlr, mf, lda, qp";
+const MODEL_KINDS: &str = "mlr, mf, lda, qp, cnn";
+
+/// `partitioning` as written in a `[model]` table.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawPartitioning {
+    ByLayer,
+    ByShard,
+}
+
+/// Appendix D's Adam settings, the defaults of a `cnn` model.
+const ADAM_BETA1: f64 = 0.9;
+const ADAM_BETA2: f64 = 0.999;
+const ADAM_EPSILON: f64 = 1e-8;
+/// Default S of by-shard partitioning: one shard per PS node of the default
+/// 8-node cluster, so a tensor can be spread over every node.
+const DEFAULT_SHARDS: usize = 8;
+/// `metric` as written in a `[model]` table.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawCnnMetric {
+    RunningMean,
+    Subset,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCnn {
+    #[allow(dead_code)]
+    kind: String,
+    dataset: DatasetName,
+    partitioning: RawPartitioning,
+    shards: Option<usize>,
+    batch_size: usize,
+    learning_rate: f64,
+    beta1: Option<f64>,
+    beta2: Option<f64>,
+    epsilon: Option<f64>,
+    metric: RawCnnMetric,
+    window: Option<usize>,
+    eval_examples: Option<usize>,
+}
 
 impl ModelSpec {
     /// Reads a scenario's `[model]` table (located at `span` in `src`).
@@ -166,6 +227,82 @@ impl ModelSpec {
                 Ok(ModelSpec::Qp {
                     step_size: raw.step_size,
                     x0: raw.x0,
+                })
+            }
+            "cnn" => {
+                let raw: RawCnn = RawCnn::deserialize(value).map_err(bad)?;
+                if raw.dataset != DatasetName::Mnist {
+                    return Err(src.error_at(span, "model.dataset", "cnn trains on `mnist`"));
+                }
+                let partitioning = match (raw.partitioning, raw.shards) {
+                    (RawPartitioning::ByLayer, None) => Partitioning::ByLayer,
+                    (RawPartitioning::ByLayer, Some(_)) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.shards",
+                            "applies only to partitioning = \"by-shard\"",
+                        ));
+                    }
+                    (RawPartitioning::ByShard, s) => {
+                        let shards = s.unwrap_or(DEFAULT_SHARDS);
+                        if shards == 0 {
+                            return Err(src.error_at(span, "model.shards", "must be at least 1"));
+                        }
+                        Partitioning::ByShard { shards }
+                    }
+                };
+                if raw.batch_size == 0 {
+                    return Err(src.error_at(span, "model.batch_size", "must be at least 1"));
+                }
+                let positive = |name: &str, v: f64| {
+                    if v > 0.0 && v.is_finite() {
+                        Ok(v)
+                    } else {
+                        Err(src.error_at(
+                            span.clone(),
+                            name,
+                            format!("{v} must be a positive number"),
+                        ))
+                    }
+                };
+                let beta = |name: &str, v: f64| {
+                    if (0.0..1.0).contains(&v) {
+                        Ok(v)
+                    } else {
+                        Err(src.error_at(span.clone(), name, format!("{v} must be in [0, 1)")))
+                    }
+                };
+                let metric = match (raw.metric, raw.window, raw.eval_examples) {
+                    (RawCnnMetric::RunningMean, Some(window), None) if window >= 1 => {
+                        CnnMetric::RunningMean { window }
+                    }
+                    (RawCnnMetric::Subset, None, Some(examples)) if examples >= 1 => {
+                        CnnMetric::Subset { examples }
+                    }
+                    (RawCnnMetric::RunningMean, _, _) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.window",
+                            "metric = \"running-mean\" needs `window` (minibatches averaged, at least 1) and no `eval_examples`",
+                        ));
+                    }
+                    (RawCnnMetric::Subset, _, _) => {
+                        return Err(src.error_at(
+                            span,
+                            "model.eval_examples",
+                            "metric = \"subset\" needs `eval_examples` (images, at least 1) and no `window`",
+                        ));
+                    }
+                };
+                Ok(ModelSpec::Cnn {
+                    dataset: raw.dataset,
+                    partitioning,
+                    batch_size: raw.batch_size,
+                    learning_rate: positive("model.learning_rate", raw.learning_rate)?,
+                    beta1: beta("model.beta1", raw.beta1.unwrap_or(ADAM_BETA1))?,
+                    beta2: beta("model.beta2", raw.beta2.unwrap_or(ADAM_BETA2))?,
+                    epsilon: positive("model.epsilon", raw.epsilon.unwrap_or(ADAM_EPSILON))?,
+                    metric,
                 })
             }
             "lda" => {
@@ -245,6 +382,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlr { .. } => "mlr",
             ModelSpec::Qp { .. } => "qp",
+            ModelSpec::Cnn { .. } => "cnn",
             ModelSpec::Lda { .. } => "lda",
             ModelSpec::Mf { .. } => "mf",
         }
@@ -253,7 +391,7 @@ impl ModelSpec {
     /// The dataset the model trains on.
     pub fn dataset(&self) -> DatasetName {
         match self {
-            ModelSpec::Mlr { dataset, .. } => *dataset,
+            ModelSpec::Mlr { dataset, .. } | ModelSpec::Cnn { dataset, .. } => *dataset,
             ModelSpec::Qp { .. } => DatasetName::None,
             ModelSpec::Lda { dataset, .. } => *dataset,
             ModelSpec::Mf { dataset, .. } => *dataset,
@@ -272,6 +410,8 @@ pub struct DataUsed {
     /// (1 for real data); for text corpora, tokens in the corpus used divided
     /// by tokens in the real corpus; for MF, observed ratings |Ω| / |Ω_real|. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
+    /// Models whose criterion is a per-example mean and whose minibatch is
+    /// not scaled (the CNN) report 1, so that nothing is scaled.
     pub size_ratio: f64,
 }
 
@@ -331,6 +471,39 @@ pub fn build_and_visit<V: ModelVisitor>(
                 step_size: *step_size,
                 x0: *x0,
             });
+            Ok(visitor.visit(&model, &used))
+        }
+        ModelSpec::Cnn {
+            dataset,
+            partitioning,
+            batch_size,
+            learning_rate,
+            beta1,
+            beta2,
+            epsilon,
+            metric,
+        } => {
+            let data = cache.classification(*dataset, opts, seed)?;
+            // The CNN's criterion is a per-example mean and its minibatch is
+            // fixed, so nothing is scaled on a smaller stand-in.
+            let used = DataUsed {
+                dataset: *dataset,
+                provenance: data.provenance.clone(),
+                size_ratio: 1.0,
+            };
+            let model = Cnn::new(
+                data,
+                &CnnConfig {
+                    partitioning: *partitioning,
+                    batch_size: *batch_size,
+                    learning_rate: *learning_rate,
+                    beta1: *beta1,
+                    beta2: *beta2,
+                    epsilon: *epsilon,
+                    metric: *metric,
+                    seed,
+                },
+            )?;
             Ok(visitor.visit(&model, &used))
         }
         ModelSpec::Lda {

@@ -559,7 +559,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             return Err(src.error_at(
                 tr.span(),
                 "model",
-                "a [training] scenario needs a [model] table (kind = \"mlr\" or \"quadratic\")",
+                "a [training] scenario needs a [model] table (kind = \"mlr\", \"cnn\" or \"quadratic\")",
             ));
         }
         (None, None, Some(m)) => {

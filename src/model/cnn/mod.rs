@@ -1,0 +1,517 @@
+//! A convolutional neural network trained by Adam on MNIST (SCAR §5.1,
+//! Appendix D), with by-layer or by-shard partitioning into blocks.
+//!
+//! - **Network**: LeNet-5 style, two 5×5 convolutions with ReLU and 2×2 max
+//!   pooling, then three fully connected layers (ReLU on the first two);
+//!   44,426 parameters in ten tensors ([`net`] has the table). Forward and
+//!   backward passes are hand-written ([`layers`]: im2col + GEMM), checked
+//!   against finite differences in `f64` by the tests.
+//! - **Input**: pixels scaled to [0, 1] (raw 0..=255 intensities divided by
+//!   255 as the minibatch is gathered), the usual CNN input. (The MLR keeps raw
+//!   pixels because its Appendix D learning rate was tuned for them.)
+//! - **Initialisation**: PyTorch's default for `Conv2d`/`Linear`, which the
+//!   paper's implementation presumably used: every weight and bias drawn
+//!   from U(−1/√fan_in, 1/√fan_in) (Kaiming-uniform with a = √5), from
+//!   `rng::stream(seed, Purpose::ModelInit, tensor, 0)`.
+//! - **Optimiser**: Adam (Kingma & Ba) on the gradient of the batch-mean
+//!   cross-entropy, α = 0.001, β1 = 0.9, β2 = 0.999, ε = 1e-8 and batch 64
+//!   (Appendix D), in PyTorch's form
+//!   `w ← w − α/(1 − β1^t) · m / (√v/√(1 − β2^t) + ε)`.
+//! - **Adam step counter t**: choice (the paper is silent): *per block*,
+//!   carried with the block like its moments. t counts the Adam updates the
+//!   block's moments have absorbed, so a block restored from a checkpoint
+//!   saved at iteration C resumes with t = C and bias corrections that match
+//!   its moments (a block restored to x(0) restarts Adam exactly as at
+//!   iteration 0). In the unperturbed run every block has t = k at x(k).
+//! - **Blocks** ([`Partitioning`]): by-layer, each of the ten weight and
+//!   bias tensors is one block (weights and biases are lost independently,
+//!   Appendix D); by-shard, each tensor is split along its first dimension
+//!   (output channels or units) into min(rows, S) shards of near-equal row
+//!   counts (⌊·⌋ splits, sizes differ by at most one row). A block is a
+//!   contiguous range of the flat parameter vector and carries its Adam
+//!   first and second moments and its step counter. Block distance is the
+//!   L2 distance of the block's parameters (not its moments).
+//! - **Data order**: minibatch k is batch k mod (rows / b) of the epoch
+//!   permutation `rng::stream(run_seed, Purpose::DataOrder, epoch, 0)`, as in
+//!   the MLR, so a perturbed run sees the baseline's batches.
+//! - **Convergence metric** ([`CnnMetric`]; the paper says only "0.08 in
+//!   cross-entropy loss"). Two choices, both evaluated at every iteration so
+//!   that the iteration count at convergence has the one-iteration
+//!   resolution the rework counts need:
+//!   - `running-mean` (the bundled scenarios, window W = 50): the mean
+//!     cross-entropy of the last W minibatches, each evaluated on the
+//!     parameters it was drawn for, before their update. It costs nothing
+//!     (the step computes those losses) and averages away most of Adam's
+//!     iteration-to-iteration oscillation of the loss (about ±0.02 at 0.1 on
+//!     real MNIST). The window is part of the state as run state, not a block:
+//!     failures do not lose it and recovery does not restore it, as a
+//!     training driver's loss log would survive a PS failure. It starts
+//!     filled with ln(classes), the loss of a uniform prediction. Its price
+//!     is a lag: a failure's loss spike stays in the window for W
+//!     iterations.
+//!   - `subset`: the mean cross-entropy of the current parameters over a
+//!     fixed subset of the training set (`examples` images chosen once from
+//!     `rng::stream(seed, Purpose::Other, EVAL_SUBSET_STREAM, 0)`): a function
+//!     of the parameters alone, without lag, but a forward pass costs about
+//!     16 µs per image against about 2.4 ms per training step of 64 images
+//!     (one core), so 256 images already cost 1.7 steps per iteration.
+//!
+//!   Either way the metric is a deterministic function of the state, as the
+//!   engine requires.
+
+pub mod layers;
+pub mod net;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use rand::RngExt;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use super::{IterCtx, Model, ModelInfo};
+use crate::data::Classification;
+use crate::rng::{Purpose, stream};
+use net::{Arch, Net};
+
+/// Raw pixel intensities (0..=255) are multiplied by this: inputs in [0, 1].
+pub const PIXEL_SCALE: f32 = 1.0 / 255.0;
+
+/// Sub-stream (`a`) of `Purpose::Other` that picks the evaluation subset.
+pub const EVAL_SUBSET_STREAM: u64 = 0x00C0_FFEE_0CAA;
+
+/// How the parameters are split into blocks (SCAR §5.1, Appendix D).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Partitioning {
+    /// Each weight tensor and each bias tensor is one block.
+    ByLayer,
+    /// Each tensor is split along its first dimension into `min(rows, shards)`
+    /// near-equal shards; the shards are the blocks.
+    ByShard {
+        /// S: the most shards a tensor is split into.
+        shards: usize,
+    },
+}
+
+/// Hyper-parameters of the CNN.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CnnConfig {
+    /// How the parameters are split into blocks.
+    pub partitioning: Partitioning,
+    /// Minibatch size b (clamped to the number of rows).
+    pub batch_size: usize,
+    /// Adam step size α.
+    pub learning_rate: f64,
+    /// Adam β1.
+    pub beta1: f64,
+    /// Adam β2.
+    pub beta2: f64,
+    /// Adam ε.
+    pub epsilon: f64,
+    /// The convergence metric.
+    pub metric: CnnMetric,
+    /// Seed of the initialisation and of the evaluation subset.
+    pub seed: u64,
+}
+
+/// The convergence metric of the CNN (see the module documentation for
+/// the choice).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "metric", rename_all = "kebab-case")]
+pub enum CnnMetric {
+    /// Mean cross-entropy of the last `window` minibatches, each evaluated on
+    /// the parameters it was drawn for (before that iteration's update). The
+    /// window lives in the state and starts filled with ln(classes), the
+    /// loss of a uniform prediction.
+    RunningMean {
+        /// W: minibatches averaged.
+        window: usize,
+    },
+    /// Mean cross-entropy of the current parameters over a fixed subset of
+    /// the training set.
+    Subset {
+        /// Images in the subset (clamped to the number of rows).
+        examples: usize,
+    },
+}
+
+/// One block: a contiguous range of the flat parameter vector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Index of the tensor in [`Arch::tensors`].
+    pub tensor: usize,
+    /// Rows (first-dimension indices) of the tensor it covers.
+    pub rows: Range<usize>,
+    /// Its range in the flat parameter vector.
+    pub range: Range<usize>,
+}
+
+/// The blocks of `arch` under `partitioning`, tensor by tensor.
+pub fn blocks_of(arch: &Arch, partitioning: Partitioning) -> Vec<Block> {
+    let mut out = Vec::new();
+    for (ti, t) in arch.tensors.iter().enumerate() {
+        let shards = match partitioning {
+            Partitioning::ByLayer => 1,
+            Partitioning::ByShard { shards } => shards.clamp(1, t.rows),
+        };
+        for s in 0..shards {
+            let (r0, r1) = (s * t.rows / shards, (s + 1) * t.rows / shards);
+            out.push(Block {
+                tensor: ti,
+                rows: r0..r1,
+                range: t.offset + r0 * t.row_len..t.offset + r1 * t.row_len,
+            });
+        }
+    }
+    out
+}
+
+/// The CNN on a classification dataset of square single-channel images.
+pub struct Cnn {
+    data: Arc<Classification>,
+    config: CnnConfig,
+    arch: Arch,
+    blocks: Vec<Block>,
+    batch: usize,
+    eval_x: Vec<f32>,
+    eval_y: Vec<u8>,
+}
+
+/// CNN state: parameters and the Adam state that travels with them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CnnState {
+    /// All parameters, tensor after tensor (layout in [`Arch::tensors`]).
+    pub w: Vec<f32>,
+    /// Adam first moments, same layout.
+    pub m: Vec<f32>,
+    /// Adam second moments, same layout.
+    pub v: Vec<f32>,
+    /// Adam step counter t of each block.
+    pub steps: Vec<u32>,
+    /// Running-mean metric: the last W minibatch losses (a ring; empty for
+    /// the subset metric). Run state, not part of any block: a failure does
+    /// not lose it and recovery does not restore it.
+    pub losses: Vec<f64>,
+    /// Where the next minibatch loss goes in `losses`.
+    pub next_loss: usize,
+}
+
+/// Buffers reused across iterations of one run.
+pub struct CnnWorkspace {
+    net: Net<f32>,
+    grad: Vec<f32>,
+    labels: Vec<u8>,
+    perm: Vec<u32>,
+    perm_key: Option<(u64, usize)>,
+}
+
+impl Cnn {
+    /// A model over `data` (square single-channel images, e.g. MNIST).
+    pub fn new(data: Arc<Classification>, config: &CnnConfig) -> Result<Cnn> {
+        let side = (data.features as f64).sqrt().round() as usize;
+        if side * side != data.features {
+            bail!(
+                "the CNN needs square images; dataset {} has {} features per example",
+                data.name,
+                data.features
+            );
+        }
+        let Some(arch) = Arch::new(side, data.classes) else {
+            bail!(
+                "the CNN needs {side}x{side} images that survive two 5x5 convolutions and 2x2 poolings evenly (28x28 does)"
+            );
+        };
+        if let Partitioning::ByShard { shards: 0 } = config.partitioning {
+            bail!("by-shard partitioning needs at least one shard per tensor");
+        }
+        let blocks = blocks_of(&arch, config.partitioning);
+        let batch = config.batch_size.clamp(1, data.rows);
+        let eval_n = match config.metric {
+            CnnMetric::Subset { examples } => examples.clamp(1, data.rows),
+            CnnMetric::RunningMean { window: 0 } => {
+                bail!("the running-mean metric needs a window of at least one minibatch")
+            }
+            CnnMetric::RunningMean { .. } => 0,
+        };
+        let mut rows: Vec<u32> = (0..data.rows as u32).collect();
+        rows.shuffle(&mut stream(
+            config.seed,
+            Purpose::Other,
+            EVAL_SUBSET_STREAM,
+            0,
+        ));
+        let mut chosen = rows[..eval_n].to_vec();
+        chosen.sort_unstable();
+        let mut eval_x = Vec::with_capacity(eval_n * data.features);
+        let mut eval_y = Vec::with_capacity(eval_n);
+        for &i in &chosen {
+            eval_x.extend(data.row(i as usize).iter().map(|&p| p * PIXEL_SCALE));
+            eval_y.push(data.y[i as usize]);
+        }
+        Ok(Cnn {
+            data,
+            config: config.clone(),
+            arch,
+            blocks,
+            batch,
+            eval_x,
+            eval_y,
+        })
+    }
+
+    /// The dataset this model trains on.
+    pub fn data(&self) -> &Classification {
+        &self.data
+    }
+
+    /// The network's shapes.
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+
+    /// The blocks, in block-index order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// Effective minibatch size.
+    pub fn batch_size(&self) -> usize {
+        self.batch
+    }
+
+    /// Number of examples in the subset metric's evaluation set (0 for the running mean).
+    pub fn eval_examples(&self) -> usize {
+        self.eval_y.len()
+    }
+
+    /// Minibatches per epoch (examples past the last full batch are skipped in that epoch).
+    pub fn batches_per_epoch(&self) -> usize {
+        (self.data.rows / self.batch).max(1)
+    }
+
+    /// Bytes of one state (parameters, both moments, step counters): what
+    /// every snapshot of the unperturbed run costs.
+    pub fn state_bytes(&self) -> usize {
+        3 * 4 * self.arch.parameters() + 4 * self.blocks.len()
+    }
+
+    /// Makes `perm` the row order of the epoch holding iteration `ctx.iteration`
+    /// and returns the range of `perm` that is that iteration's minibatch.
+    fn batch_range(
+        &self,
+        ctx: IterCtx,
+        perm: &mut Vec<u32>,
+        perm_key: &mut Option<(u64, usize)>,
+    ) -> Range<usize> {
+        let per_epoch = self.batches_per_epoch();
+        let epoch = ctx.iteration / per_epoch;
+        let j = ctx.iteration % per_epoch;
+        if *perm_key != Some((ctx.run_seed, epoch)) {
+            perm.clear();
+            perm.extend(0..self.data.rows as u32);
+            let mut rng = stream(ctx.run_seed, Purpose::DataOrder, epoch as u64, 0);
+            perm.shuffle(&mut rng);
+            *perm_key = Some((ctx.run_seed, epoch));
+        }
+        j * self.batch..(j + 1) * self.batch
+    }
+
+    /// The example indices of minibatch `ctx.iteration` of run `ctx.run_seed`.
+    pub fn batch_rows<'w>(&self, ctx: IterCtx, ws: &'w mut CnnWorkspace) -> &'w [u32] {
+        let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
+        &ws.perm[range]
+    }
+
+    /// Loads minibatch `ctx.iteration` (scaled pixels, labels) into the
+    /// workspace and computes the gradient of its mean cross-entropy at `w`
+    /// into `ws.grad`. Returns the batch's summed cross-entropy.
+    fn batch_gradient(&self, w: &[f32], ctx: IterCtx, ws: &mut CnnWorkspace) -> f64 {
+        let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
+        let f = self.data.features;
+        for (slot, &i) in ws.perm[range].iter().enumerate() {
+            let i = i as usize;
+            for (d, &s) in ws.net.input[slot * f..(slot + 1) * f]
+                .iter_mut()
+                .zip(self.data.row(i))
+            {
+                *d = s * PIXEL_SCALE;
+            }
+            ws.labels[slot] = self.data.y[i];
+        }
+        ws.net
+            .gradient(w, self.batch, &ws.labels[..self.batch], &mut ws.grad)
+    }
+
+    /// The gradient of the mean cross-entropy of minibatch `ctx.iteration`
+    /// (of run `ctx.run_seed`'s data order) at parameters `w`, written into
+    /// `out` (length [`Arch::parameters`]); returns the minibatch's mean
+    /// cross-entropy. This is what a worker of the wall-clock protocol
+    /// simulations computes on the parameters it pulled
+    /// ([`crate::model::cnn_gradient`]).
+    pub fn minibatch_gradient(
+        &self,
+        w: &[f32],
+        ctx: IterCtx,
+        ws: &mut CnnWorkspace,
+        out: &mut [f32],
+    ) -> f64 {
+        let loss = self.batch_gradient(w, ctx, ws);
+        out.copy_from_slice(&ws.grad);
+        loss / self.batch as f64
+    }
+
+    /// Mean cross-entropy of parameters `w` over the fixed evaluation subset
+    /// of the `subset` metric (NaN with the running-mean metric, which has
+    /// no subset).
+    pub fn subset_loss(&self, w: &[f32], ws: &mut CnnWorkspace) -> f64 {
+        let cap = ws.net.capacity();
+        let f = self.data.features;
+        let mut total = 0.0;
+        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
+            ws.net.forward_from(w, xs, ys.len());
+            total += ws.net.loss(ys.len(), ys);
+        }
+        total / self.eval_y.len() as f64
+    }
+
+    /// One Adam update of every block from the gradient `g`, each block with
+    /// its own step counter (see the module documentation).
+    fn adam(&self, state: &mut CnnState, g: &[f32]) {
+        let c = &self.config;
+        let (b1, b2) = (c.beta1 as f32, c.beta2 as f32);
+        let eps = c.epsilon as f32;
+        for (blk, steps) in self.blocks.iter().zip(state.steps.iter_mut()) {
+            *steps += 1;
+            let t = *steps as i32;
+            let bc1 = 1.0 - c.beta1.powi(t);
+            let bc2 = 1.0 - c.beta2.powi(t);
+            let step_size = (c.learning_rate / bc1) as f32;
+            let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
+            let r = blk.range.clone();
+            let w = &mut state.w[r.clone()];
+            let m = &mut state.m[r.clone()];
+            let v = &mut state.v[r.clone()];
+            let g = &g[r];
+            for i in 0..w.len() {
+                let gi = g[i];
+                m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                w[i] -= step_size * m[i] / (v[i].sqrt() * inv_sqrt_bc2 + eps);
+            }
+        }
+    }
+}
+
+impl Model for Cnn {
+    type State = CnnState;
+    type Workspace = CnnWorkspace;
+
+    fn info(&self) -> ModelInfo {
+        let block_description = match self.config.partitioning {
+            Partitioning::ByLayer => {
+                "one weight or bias tensor of the LeNet-5-style CNN (by-layer), with its Adam state"
+                    .to_string()
+            }
+            Partitioning::ByShard { shards } => format!(
+                "one of min(rows, {shards}) shards of a weight or bias tensor along its first dimension (by-shard), with its Adam state"
+            ),
+        };
+        ModelInfo {
+            name: "cnn",
+            blocks: self.blocks.len(),
+            parameters: self.arch.parameters(),
+            block_description,
+            metric: match self.config.metric {
+                CnnMetric::RunningMean { .. } => {
+                    "mean cross-entropy of the last W minibatches (running mean)"
+                }
+                CnnMetric::Subset { .. } => {
+                    "mean cross-entropy over a fixed subset of the training set"
+                }
+            },
+        }
+    }
+
+    fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    fn init(&self) -> CnnState {
+        let n = self.arch.parameters();
+        let mut w = vec![0f32; n];
+        for (ti, t) in self.arch.tensors.iter().enumerate() {
+            let bound = 1.0 / (t.fan_in as f64).sqrt();
+            let mut rng = stream(self.config.seed, Purpose::ModelInit, ti as u64, 0);
+            for v in &mut w[t.range()] {
+                *v = rng.random_range(-bound..bound) as f32;
+            }
+        }
+        CnnState {
+            w,
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            steps: vec![0; self.blocks.len()],
+            losses: match self.config.metric {
+                CnnMetric::RunningMean { window } => {
+                    vec![(self.data.classes as f64).ln(); window]
+                }
+                CnnMetric::Subset { .. } => Vec::new(),
+            },
+            next_loss: 0,
+        }
+    }
+
+    fn workspace(&self) -> CnnWorkspace {
+        CnnWorkspace {
+            net: Net::new(&self.arch, self.batch),
+            grad: vec![0.0; self.arch.parameters()],
+            labels: vec![0; self.batch],
+            perm: Vec::with_capacity(self.data.rows),
+            perm_key: None,
+        }
+    }
+
+    fn metric(&self, state: &CnnState, ws: &mut CnnWorkspace) -> f64 {
+        if let CnnMetric::RunningMean { window } = self.config.metric {
+            return state.losses.iter().sum::<f64>() / window as f64;
+        }
+        self.subset_loss(&state.w, ws)
+    }
+
+    fn step(&self, state: &mut CnnState, ctx: IterCtx, ws: &mut CnnWorkspace) {
+        let loss = self.batch_gradient(&state.w, ctx, ws) / self.batch as f64;
+        if !state.losses.is_empty() {
+            state.losses[state.next_loss] = loss;
+            state.next_loss = (state.next_loss + 1) % state.losses.len();
+        }
+        let g = std::mem::take(&mut ws.grad);
+        self.adam(state, &g);
+        ws.grad = g;
+    }
+
+    fn copy_block(&self, src: &CnnState, dst: &mut CnnState, block: usize) {
+        let r = self.blocks[block].range.clone();
+        dst.w[r.clone()].copy_from_slice(&src.w[r.clone()]);
+        dst.m[r.clone()].copy_from_slice(&src.m[r.clone()]);
+        dst.v[r.clone()].copy_from_slice(&src.v[r]);
+        dst.steps[block] = src.steps[block];
+    }
+
+    fn block_distance(&self, a: &CnnState, b: &CnnState, block: usize) -> f64 {
+        let r = self.blocks[block].range.clone();
+        a.w[r.clone()]
+            .iter()
+            .zip(&b.w[r])
+            .map(|(x, y)| {
+                let d = (*x as f64) - (*y as f64);
+                d * d
+            })
+            .sum::<f64>()
+            .sqrt()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,367 @@
+use super::*;
+use crate::data::synthetic;
+use crate::model::NormKind;
+use net::{Arch, Net};
+
+fn config(partitioning: Partitioning) -> CnnConfig {
+    CnnConfig {
+        partitioning,
+        batch_size: 64,
+        learning_rate: 1e-3,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-8,
+        metric: CnnMetric::Subset { examples: 200 },
+        seed: 5,
+    }
+}
+
+fn small(partitioning: Partitioning) -> Cnn {
+    let data = Arc::new(synthetic::mnist_like(11, 0.02));
+    Cnn::new(data, &config(partitioning)).unwrap()
+}
+
+fn ctx(iteration: usize) -> IterCtx {
+    IterCtx {
+        iteration,
+        run_seed: 3,
+    }
+}
+
+/// Random parameters and images for a gradient check. Weights are
+/// He-uniform (U(±√(6/fan_in))) and biases small, so that activations vary
+/// from image to image and few ReLU units are dead for the whole batch;
+/// inputs are zero-mean for the same reason.
+fn random_problem(arch: &Arch, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<u8>) {
+    let mut rng = stream(seed, Purpose::Other, 1, 0);
+    let mut w = vec![0.0; arch.parameters()];
+    for t in &arch.tensors {
+        let b = if t.row_len == 1 {
+            0.1
+        } else {
+            (6.0 / t.fan_in as f64).sqrt()
+        };
+        for v in &mut w[t.range()] {
+            *v = rng.random_range(-b..b);
+        }
+    }
+    let x: Vec<f64> = (0..n * arch.input_len())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let y: Vec<u8> = (0..n).map(|_| rng.random_range(0..10u8)).collect();
+    (w, x, y)
+}
+
+/// Every layer type (convolution via im2col/col2im, ReLU, max pooling, fully
+/// connected, softmax cross-entropy) is on the path from some tensor to the
+/// loss, so checking coordinates of all ten tensors checks all of them.
+#[test]
+fn gradients_match_central_finite_differences_in_f64() {
+    let arch = Arch::new(28, 10).unwrap();
+    let n = 8;
+    let (mut w, x, y) = random_problem(&arch, n, 1);
+    let mut net: Net<f64> = Net::new(&arch, n);
+    net.input[..x.len()].copy_from_slice(&x);
+    let mut grad = vec![0.0; w.len()];
+    net.gradient(&w, n, &y, &mut grad);
+    let mut loss = |w: &[f64]| {
+        net.forward(w, n);
+        net.loss(n, &y) / n as f64
+    };
+    let h = 1e-6;
+    let mut rng = stream(2, Purpose::Other, 0, 0);
+    for t in &arch.tensors {
+        let r = t.range();
+        // Six coordinates at random (zeros included: they must be zero
+        // numerically too) and six among those with a non-zero gradient,
+        // so that every tensor's path through the network is exercised.
+        let live: Vec<usize> = r.clone().filter(|&i| grad[i].abs() > 1e-7).collect();
+        assert!(
+            live.len() >= 6,
+            "{}: only {} non-zero gradients",
+            t.name,
+            live.len()
+        );
+        let mut picks: Vec<usize> = (0..6).map(|_| rng.random_range(r.clone())).collect();
+        picks.extend((0..6).map(|_| live[rng.random_range(0..live.len())]));
+        for i in picks {
+            let orig = w[i];
+            w[i] = orig + h;
+            let up = loss(&w);
+            w[i] = orig - h;
+            let down = loss(&w);
+            w[i] = orig;
+            let numeric = (up - down) / (2.0 * h);
+            let err = (numeric - grad[i]).abs();
+            assert!(
+                err <= 1e-9 + 1e-6 * grad[i].abs(),
+                "{} [{}]: analytic {} vs numeric {numeric}",
+                t.name,
+                i - t.offset,
+                grad[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn f32_gradient_agrees_with_f64() {
+    let arch = Arch::new(28, 10).unwrap();
+    let n = 5;
+    let (w, x, y) = random_problem(&arch, n, 9);
+    let mut net64: Net<f64> = Net::new(&arch, n);
+    net64.input[..x.len()].copy_from_slice(&x);
+    let mut g64 = vec![0.0; w.len()];
+    let l64 = net64.gradient(&w, n, &y, &mut g64);
+    let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let mut net32: Net<f32> = Net::new(&arch, n);
+    for (d, &s) in net32.input.iter_mut().zip(&x) {
+        *d = s as f32;
+    }
+    let mut g32 = vec![0.0f32; w.len()];
+    let l32 = net32.gradient(&w32, n, &y, &mut g32);
+    assert!((l32 - l64).abs() < 1e-5 * l64.abs());
+    for t in &arch.tensors {
+        let r = t.range();
+        let diff: f64 = r
+            .clone()
+            .map(|i| (g32[i] as f64 - g64[i]).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let norm: f64 = r.map(|i| g64[i].powi(2)).sum::<f64>().sqrt();
+        assert!(diff <= 1e-4 * norm, "{}: {diff} vs {norm}", t.name);
+    }
+}
+
+#[test]
+fn lenet_shapes() {
+    let arch = Arch::new(28, 10).unwrap();
+    assert_eq!(arch.parameters(), 44_426);
+    assert_eq!(arch.flat, 256);
+    let rows: Vec<usize> = arch.tensors.iter().map(|t| t.rows).collect();
+    assert_eq!(rows, vec![6, 6, 16, 16, 120, 120, 84, 84, 10, 10]);
+    assert!(Arch::new(27, 10).is_none());
+    assert!(Arch::new(12, 10).is_none());
+}
+
+#[test]
+fn partitions_cover_every_parameter_once() {
+    let arch = Arch::new(28, 10).unwrap();
+    let by_layer = blocks_of(&arch, Partitioning::ByLayer);
+    assert_eq!(by_layer.len(), 10);
+    for shards in [1, 3, 8, 200] {
+        let blocks = blocks_of(&arch, Partitioning::ByShard { shards });
+        let mut next = 0;
+        for b in &blocks {
+            assert_eq!(b.range.start, next, "contiguous, in order");
+            assert!(!b.range.is_empty());
+            next = b.range.end;
+        }
+        assert_eq!(next, arch.parameters());
+        for (ti, t) in arch.tensors.iter().enumerate() {
+            let sizes: Vec<usize> = blocks
+                .iter()
+                .filter(|b| b.tensor == ti)
+                .map(|b| b.rows.len())
+                .collect();
+            assert_eq!(sizes.len(), shards.min(t.rows), "{}", t.name);
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{}: even shards {sizes:?}", t.name);
+        }
+    }
+    assert_eq!(
+        blocks_of(&arch, Partitioning::ByShard { shards: 8 }).len(),
+        76
+    );
+}
+
+#[test]
+fn training_lowers_the_loss_on_the_stand_in() {
+    let m = small(Partitioning::ByLayer);
+    let mut s = m.init();
+    let mut ws = m.workspace();
+    let l0 = m.metric(&s, &mut ws);
+    assert!((l0 - 10f64.ln()).abs() < 0.2, "initial loss {l0}");
+    for k in 0..60 {
+        m.step(&mut s, ctx(k), &mut ws);
+    }
+    let l1 = m.metric(&s, &mut ws);
+    assert!(l1 < 0.5 * l0, "loss {l0} -> {l1}");
+    assert!(s.steps.iter().all(|&t| t == 60));
+}
+
+#[test]
+fn first_adam_step_moves_each_weight_by_about_alpha() {
+    // With bias correction, step 1 is w -= α·g/(|g| + ε') ≈ α·sign(g).
+    let m = small(Partitioning::ByShard { shards: 8 });
+    let s0 = m.init();
+    let mut s = s0.clone();
+    let mut ws = m.workspace();
+    m.step(&mut s, ctx(0), &mut ws);
+    let g = &ws.grad;
+    let mut checked = 0;
+    for (i, &gi) in g.iter().enumerate() {
+        if gi.abs() > 1e-4 {
+            let moved = s0.w[i] - s.w[i];
+            assert!(
+                (moved - 1e-3 * gi.signum()).abs() < 1e-5,
+                "{i}: moved {moved}, g {gi}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
+
+#[test]
+fn block_copy_and_restore_round_trip_exactly() {
+    for part in [Partitioning::ByLayer, Partitioning::ByShard { shards: 8 }] {
+        let m = small(part);
+        let mut ws = m.workspace();
+        let x0 = m.init();
+        let mut a = x0.clone();
+        for k in 0..3 {
+            m.step(&mut a, ctx(k), &mut ws);
+        }
+        // Copy one block: exactly that block (params, moments, t) changes.
+        let blk = m.block_count() / 2;
+        let mut b = x0.clone();
+        m.copy_block(&a, &mut b, blk);
+        assert_eq!(m.block_distance(&a, &b, blk), 0.0);
+        let r = m.blocks()[blk].range.clone();
+        for i in 0..b.w.len() {
+            let src = if r.contains(&i) { &a } else { &x0 };
+            assert_eq!(b.w[i].to_bits(), src.w[i].to_bits());
+            assert_eq!(b.m[i].to_bits(), src.m[i].to_bits());
+            assert_eq!(b.v[i].to_bits(), src.v[i].to_bits());
+        }
+        assert_eq!(b.steps[blk], 3);
+        assert_eq!(
+            b.steps.iter().filter(|&&t| t == 0).count(),
+            m.block_count() - 1
+        );
+        // Restore it: back to x(0) bit for bit.
+        m.copy_block(&x0, &mut b, blk);
+        assert_eq!(b, x0);
+        // Copying every block reproduces the source exactly.
+        let mut c = x0.clone();
+        for blk in 0..m.block_count() {
+            m.copy_block(&a, &mut c, blk);
+        }
+        assert_eq!(c, a);
+        assert_eq!(m.distance(&a, &c), 0.0);
+        assert_eq!(m.norm_kind(), NormKind::L2);
+    }
+}
+
+#[test]
+fn runs_are_deterministic_and_restored_blocks_resume_their_own_adam_clock() {
+    let m = small(Partitioning::ByLayer);
+    let run = |m: &Cnn| {
+        let mut ws = m.workspace();
+        let mut s = m.init();
+        for k in 0..4 {
+            m.metric(&s, &mut ws);
+            m.step(&mut s, ctx(k), &mut ws);
+        }
+        s
+    };
+    let a = run(&m);
+    let b = run(&m);
+    assert_eq!(a, b);
+    // Restore block 0 to x(0) at iteration 4: its t restarts from 0.
+    let mut s = a.clone();
+    m.copy_block(&m.init(), &mut s, 0);
+    let mut ws = m.workspace();
+    m.step(&mut s, ctx(4), &mut ws);
+    assert_eq!(s.steps[0], 1);
+    assert_eq!(s.steps[1], 5);
+}
+
+#[test]
+fn batches_cover_an_epoch_without_repeats_and_eval_subset_is_fixed() {
+    let m = small(Partitioning::ByLayer);
+    let mut ws = m.workspace();
+    let mut seen = vec![false; m.data().rows];
+    for k in 0..m.batches_per_epoch() {
+        for &i in m.batch_rows(ctx(k), &mut ws) {
+            assert!(!seen[i as usize]);
+            seen[i as usize] = true;
+        }
+    }
+    assert_eq!(m.eval_examples(), 200);
+    let again = small(Partitioning::ByLayer);
+    assert_eq!(m.eval_x, again.eval_x);
+    assert!(m.eval_x.iter().all(|&p| (0.0..=1.0).contains(&p)));
+    assert!(m.eval_x.iter().any(|&p| p > 0.9));
+}
+
+#[test]
+fn rejects_images_that_are_not_square() {
+    let mut d = synthetic::mnist_like(1, 0.002);
+    d.features = 780;
+    d.x.truncate(d.rows * 780);
+    let e = Cnn::new(Arc::new(d), &config(Partitioning::ByLayer))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("square"), "{e}");
+}
+
+#[test]
+fn running_mean_metric_averages_the_last_window_of_minibatch_losses() {
+    let data = Arc::new(synthetic::mnist_like(11, 0.02));
+    let cfg = CnnConfig {
+        metric: CnnMetric::RunningMean { window: 3 },
+        ..config(Partitioning::ByLayer)
+    };
+    let m = Cnn::new(data, &cfg).unwrap();
+    let mut s = m.init();
+    let mut ws = m.workspace();
+    // Cold start: the window holds the loss of a uniform prediction.
+    assert!((m.metric(&s, &mut ws) - 10f64.ln()).abs() < 1e-12);
+    let mut batch_losses = Vec::new();
+    for k in 0..5 {
+        // The loss of minibatch k at x(k), computed independently.
+        let mut probe = m.workspace();
+        let l = m.batch_gradient(&s.w, ctx(k), &mut probe) / m.batch_size() as f64;
+        batch_losses.push(l);
+        m.step(&mut s, ctx(k), &mut ws);
+        let lo = batch_losses.len().saturating_sub(3);
+        let pad = 3 - (batch_losses.len() - lo);
+        let expect = (batch_losses[lo..].iter().sum::<f64>() + pad as f64 * 10f64.ln()) / 3.0;
+        assert!(
+            (m.metric(&s, &mut ws) - expect).abs() < 1e-12,
+            "after step {k}"
+        );
+    }
+    // The window is run state: restoring every block leaves it alone.
+    let before = s.losses.clone();
+    let x0 = m.init();
+    for b in 0..m.block_count() {
+        m.copy_block(&x0, &mut s, b);
+    }
+    assert_eq!(s.losses, before);
+    assert_eq!(m.eval_examples(), 0);
+}
+
+#[test]
+fn vectorised_build_matches_the_portable_build_bit_for_bit() {
+    // `Net::gradient` dispatches to the AVX2 build when the CPU has it; the
+    // portable body must give the same bits, so results do not depend on
+    // the machine's vector width.
+    let arch = Arch::new(28, 10).unwrap();
+    let n = 16;
+    let (w, x, y) = random_problem(&arch, n, 4);
+    let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let mut a: Net<f32> = Net::new(&arch, n);
+    let mut b: Net<f32> = Net::new(&arch, n);
+    for (d, &s) in a.input.iter_mut().zip(&x) {
+        *d = s as f32;
+    }
+    b.input.copy_from_slice(&a.input);
+    let (mut ga, mut gb) = (vec![0f32; w.len()], vec![0f32; w.len()]);
+    let la = a.gradient(&w, n, &y, &mut ga);
+    let lb = b.gradient_impl(&w, n, &y, &mut gb);
+    assert_eq!(la.to_bits(), lb.to_bits());
+    assert!(ga.iter().zip(&gb).all(|(p, q)| p.to_bits() == q.to_bits()));
+}

@@ -1,0 +1,274 @@
+//! The CNN ([`super::cnn`]) as a [`GradientModel`], for the wall-clock
+//! protocol simulations (Dutta et al. 2018).
+//!
+//! The parameters are the CNN's flat vector (ten tensors end to end, layout
+//! in [`super::cnn::net`]), initialised as in the SCAR scenarios (PyTorch's
+//! default U(±1/√fan_in), from the scenario seed). Gradient computation
+//! `index` of a run uses minibatch `index` of the run's data order (the
+//! CNN's epoch permutations, as [`super::mlr_gradient`] does for the MLR);
+//! the gradient is that of the minibatch's mean cross-entropy at the
+//! parameters the worker pulled. The loss of the error curve is the mean
+//! cross-entropy over a fixed subsample of the training set (the CNN's
+//! `subset` metric with `[training] loss_subsample` images, drawn once from
+//! the scenario seed).
+//!
+//! The update is the protocols' SGD step (Dutta et al. 2018, eq. 2, applied
+//! by [`crate::cluster::training`]), not Adam: Adam's per-coordinate
+//! moments have no agreed meaning for gradients of mixed staleness, and the
+//! paper analyses SGD. So in a protocol scenario the CNN's `learning_rate`
+//! is the SGD step η, and Adam's `beta1`, `beta2`, `epsilon` and the SCAR
+//! knobs (`partitioning`, `shards`, `metric`, `window`, `eval_examples`) are
+//! rejected with a clear error ([`protocol_table`]).
+
+use std::ops::Range;
+
+use anyhow::{Result, bail};
+
+use super::cnn::{Cnn, CnnMetric, CnnWorkspace};
+use super::gradient::{GradientDraw, GradientInfo, GradientModel};
+use super::{IterCtx, Model};
+use crate::scenario::SourceText;
+
+/// Keys of a SCAR `[model] kind = "cnn"` table that mean nothing under the
+/// protocols' SGD update.
+const SCAR_ONLY_KEYS: [&str; 8] = [
+    "partitioning",
+    "shards",
+    "metric",
+    "window",
+    "eval_examples",
+    "beta1",
+    "beta2",
+    "epsilon",
+];
+
+/// Checks a protocol scenario's `[model] kind = "cnn"` table (located at
+/// `span` in `src`) and returns it completed with the SCAR-only keys the
+/// shared model parser requires (`partitioning = "by-layer"`, `metric =
+/// "subset"`; neither changes the gradients), so that
+/// [`super::ModelSpec::parse`] can read it.
+pub fn protocol_table(
+    src: &SourceText,
+    span: Range<usize>,
+    table: &toml::Table,
+) -> Result<toml::Table> {
+    for key in SCAR_ONLY_KEYS {
+        if table.contains_key(key) {
+            return Err(src.error_at(
+                span,
+                &format!("model.{key}"),
+                "does not apply in protocol scenarios: the PS updates the CNN by SGD with \
+                 `learning_rate` as the step (Dutta et al. eq. 2); allowed keys are kind, \
+                 dataset, batch_size, learning_rate",
+            ));
+        }
+    }
+    let mut t = table.clone();
+    t.insert("partitioning".into(), "by-layer".into());
+    t.insert("metric".into(), "subset".into());
+    t.insert("eval_examples".into(), toml::Value::Integer(1));
+    Ok(t)
+}
+
+/// The CNN with a fixed loss-evaluation subsample.
+pub struct CnnGradient {
+    cnn: Cnn,
+}
+
+impl CnnGradient {
+    /// Wraps `cnn`, which must use the `subset` metric: its evaluation
+    /// subset is the loss subsample.
+    pub fn new(cnn: Cnn) -> Result<CnnGradient> {
+        if cnn.eval_examples() == 0 {
+            bail!("the CNN's gradient model needs the `subset` metric (its loss subsample)");
+        }
+        Ok(CnnGradient { cnn })
+    }
+
+    /// The wrapped CNN.
+    pub fn cnn(&self) -> &Cnn {
+        &self.cnn
+    }
+}
+
+/// The metric a [`CnnGradient`]'s CNN is built with: the mean cross-entropy
+/// over `loss_rows` training images.
+pub fn loss_metric(loss_rows: usize) -> CnnMetric {
+    CnnMetric::Subset {
+        examples: loss_rows.max(1),
+    }
+}
+
+impl GradientModel for CnnGradient {
+    type Workspace = CnnWorkspace;
+
+    fn info(&self) -> GradientInfo {
+        GradientInfo {
+            name: "cnn",
+            parameters: self.cnn.arch().parameters(),
+            loss: format!(
+                "mean cross-entropy over a fixed subsample of {} training images",
+                self.cnn.eval_examples()
+            ),
+            batch_size: self.cnn.batch_size(),
+        }
+    }
+
+    fn dim(&self) -> usize {
+        self.cnn.arch().parameters()
+    }
+
+    fn init_params(&self) -> Vec<f32> {
+        self.cnn.init().w
+    }
+
+    fn workspace(&self) -> CnnWorkspace {
+        self.cnn.workspace()
+    }
+
+    fn gradient(&self, params: &[f32], draw: GradientDraw, out: &mut [f32], ws: &mut CnnWorkspace) {
+        self.cnn.minibatch_gradient(
+            params,
+            IterCtx {
+                iteration: draw.index as usize,
+                run_seed: draw.run_seed,
+            },
+            ws,
+            out,
+        );
+    }
+
+    fn loss(&self, params: &[f32], ws: &mut CnnWorkspace) -> f64 {
+        self.cnn.subset_loss(params, ws)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::data::synthetic;
+    use crate::model::cnn::{CnnConfig, Partitioning};
+
+    fn small(loss_rows: usize) -> CnnGradient {
+        let data = Arc::new(synthetic::mnist_like(11, 0.02));
+        let cnn = Cnn::new(
+            data,
+            &CnnConfig {
+                partitioning: Partitioning::ByLayer,
+                batch_size: 32,
+                learning_rate: 0.05,
+                beta1: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                metric: loss_metric(loss_rows),
+                seed: 4,
+            },
+        )
+        .unwrap();
+        CnnGradient::new(cnn).unwrap()
+    }
+
+    #[test]
+    fn gradient_is_the_minibatch_gradient_and_deterministic() {
+        let m = small(100);
+        let mut ws = m.workspace();
+        let w = m.init_params();
+        let draw = GradientDraw {
+            run_seed: 7,
+            index: 3,
+        };
+        let mut g = vec![0f32; m.dim()];
+        m.gradient(&w, draw, &mut g, &mut ws);
+        // Same draw, fresh workspace: same bits.
+        let mut g2 = vec![1f32; m.dim()];
+        m.gradient(&w, draw, &mut g2, &mut m.workspace());
+        assert_eq!(g, g2);
+        // It is the gradient the SCAR model's step feeds to Adam: after one
+        // Adam step from zero moments every coordinate with a non-zero
+        // gradient moves by ≈ α against the gradient's sign.
+        let mut state = m.cnn.init();
+        let mut mws = m.cnn.workspace();
+        m.cnn.step(
+            &mut state,
+            IterCtx {
+                iteration: 3,
+                run_seed: 7,
+            },
+            &mut mws,
+        );
+        let mut checked = 0;
+        for ((a, b), gi) in state.w.iter().zip(&w).zip(&g) {
+            if gi.abs() > 1e-4 {
+                let moved = (a - b) as f64;
+                assert!(
+                    (moved + 0.05 * gi.signum() as f64).abs() < 1e-3,
+                    "moved {moved} for gradient {gi}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "only {checked} coordinates checked");
+        // Another minibatch gives another gradient.
+        m.gradient(
+            &w,
+            GradientDraw {
+                run_seed: 7,
+                index: 4,
+            },
+            &mut g2,
+            &mut ws,
+        );
+        assert_ne!(g, g2);
+    }
+
+    #[test]
+    fn sgd_with_these_gradients_lowers_the_subsample_loss() {
+        let m = small(200);
+        let mut ws = m.workspace();
+        let mut w = m.init_params();
+        let l0 = m.loss(&w, &mut ws);
+        // PyTorch-default initialisation: close to the uniform prediction.
+        assert!((l0 - 10f64.ln()).abs() < 0.1, "{l0}");
+        let mut g = vec![0f32; m.dim()];
+        for i in 0..150 {
+            m.gradient(
+                &w,
+                GradientDraw {
+                    run_seed: 1,
+                    index: i,
+                },
+                &mut g,
+                &mut ws,
+            );
+            for (wi, gi) in w.iter_mut().zip(&g) {
+                *wi -= 0.1 * gi;
+            }
+        }
+        let l1 = m.loss(&w, &mut ws);
+        assert!(l1 < 0.7 * l0, "{l0} -> {l1}");
+        assert_eq!(m.info().parameters, 44_426);
+        assert!(m.info().loss.contains("200 training images"));
+    }
+
+    #[test]
+    fn running_mean_cnn_is_refused() {
+        let data = Arc::new(synthetic::mnist_like(11, 0.02));
+        let cnn = Cnn::new(
+            data,
+            &CnnConfig {
+                partitioning: Partitioning::ByLayer,
+                batch_size: 32,
+                learning_rate: 0.05,
+                beta1: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                metric: CnnMetric::RunningMean { window: 5 },
+                seed: 4,
+            },
+        )
+        .unwrap();
+        assert!(CnnGradient::new(cnn).is_err());
+    }
+}
