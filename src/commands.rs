@@ -561,6 +561,7 @@ fn validate(args: &[String]) -> Result<()> {
                 let points = match &sc {
                     Scenario::Recovery(r) => r.points().len(),
                     Scenario::Protocol(p) => p.points().len(),
+                    Scenario::Faults(f) => f.point_count(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",

@@ -9,6 +9,7 @@
 //! output tables.
 
 pub mod execute;
+pub mod faults;
 pub mod protocol;
 pub mod recovery;
 pub mod units;
@@ -75,6 +76,7 @@ pub fn unit_names(scenario: &Scenario) -> Vec<String> {
     match scenario {
         Scenario::Recovery(s) => recovery::unit_names(s),
         Scenario::Protocol(s) => protocol::unit_names(s),
+        Scenario::Faults(s) => faults::unit_names(s),
     }
 }
 
@@ -88,6 +90,7 @@ pub fn run_raw(
     match scenario {
         Scenario::Recovery(s) => recovery::run_raw(s, opts, cache, driver),
         Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
+        Scenario::Faults(s) => faults::run_raw(s, opts, cache, driver),
     }
 }
 
@@ -96,6 +99,7 @@ pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
     match scenario {
         Scenario::Recovery(s) => recovery::tables(s, raw),
         Scenario::Protocol(s) => protocol::tables(s, raw),
+        Scenario::Faults(s) => faults::tables(s, raw),
     }
 }
 
@@ -230,7 +234,7 @@ pub struct Plan {
 pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     match scenario {
         Scenario::Recovery(s) => recovery::plan(s, opts, cache),
-        Scenario::Protocol(_) => plan_by_sample(scenario, opts, cache),
+        Scenario::Protocol(_) | Scenario::Faults(_) => plan_by_sample(scenario, opts, cache),
     }
 }
 
@@ -268,6 +272,7 @@ fn unit_costs(scenario: &Scenario) -> Vec<f64> {
     match scenario {
         Scenario::Recovery(s) => vec![1.0; recovery::unit_names(s).len()],
         Scenario::Protocol(s) => protocol::unit_costs(s),
+        Scenario::Faults(s) => faults::unit_costs(s),
     }
 }
 

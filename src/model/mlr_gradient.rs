@@ -178,6 +178,28 @@ impl GradientModel for MlrGradient {
         }
         sum / self.eval_rows.len() as f64
     }
+
+    fn accuracy(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> Option<f64> {
+        let data = self.mlr.data();
+        let mut right = 0usize;
+        for &i in &self.eval_rows {
+            let i = i as usize;
+            self.forward_row(params, i, &mut ws.z);
+            // Ties go to the lowest class.
+            let mut best = 0;
+            for (c, &v) in ws.z.iter().enumerate() {
+                if v > ws.z[best] {
+                    best = c;
+                }
+            }
+            right += usize::from(best == data.y[i] as usize);
+        }
+        Some(right as f64 / self.eval_rows.len() as f64)
+    }
+
+    fn block_len(&self) -> usize {
+        self.mlr.data().classes
+    }
 }
 
 /// Cross-entropy of one example from its logits: log Σ exp(z) − z_y.

@@ -8,6 +8,7 @@
 //! the name of a bundled scenario (see `scarsim list`).
 
 pub mod bundled;
+pub mod faults;
 pub mod protocol;
 pub mod recovery;
 mod source;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+pub use faults::FaultsScenario;
 pub use protocol::ProtocolScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
 pub use source::SourceText;
@@ -46,6 +48,8 @@ pub enum Scenario {
     Recovery(RecoveryScenario),
     /// Dutta et al. K-sync/K-batch-sync/K-async/K-batch-async SGD in wall-clock time.
     Protocol(ProtocolScenario),
+    /// Parameter-server failures in wall-clock time (SCAR §4, §5.5; Cao et al. 2024).
+    Faults(FaultsScenario),
 }
 
 /// The scenario kinds this build understands, with a one-line description.
@@ -58,6 +62,10 @@ pub const KINDS: &[(&str, &str)] = &[
         "protocol",
         "Dutta et al. straggler simulation: runtime per iteration and loss vs wall-clock time of K-sync/K-batch-sync/K-async/K-batch-async SGD",
     ),
+    (
+        "faults",
+        "PS failures in wall-clock time: checkpoint-restart, SCAR, chain replication and the stateless PS; Daly's time split and checkpoint interval",
+    ),
 ];
 
 impl Scenario {
@@ -66,6 +74,7 @@ impl Scenario {
         match self {
             Scenario::Recovery(s) => &s.meta,
             Scenario::Protocol(s) => &s.meta,
+            Scenario::Faults(s) => &s.meta,
         }
     }
 
@@ -78,6 +87,7 @@ impl Scenario {
         let meta = match self {
             Scenario::Recovery(s) => &mut s.meta,
             Scenario::Protocol(s) => &mut s.meta,
+            Scenario::Faults(s) => &mut s.meta,
         };
         if let Some(t) = trials {
             if t == 0 {
@@ -149,6 +159,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
     match kind.as_str() {
         "recovery" => Ok(Scenario::Recovery(recovery::parse(&src)?)),
         "protocol" => Ok(Scenario::Protocol(protocol::parse(&src)?)),
+        "faults" => Ok(Scenario::Faults(faults::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",
             KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
