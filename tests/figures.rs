@@ -213,11 +213,17 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
             "REPORT.md does not list {name}"
         );
         check_png(&rep.join(name).join("figure.png"), SINGLE);
-        let kind = scarsim::scenario::bundled::find(name)
-            .map(|text| text.contains("kind = \"recovery\""))
-            .unwrap_or(false);
+        let text = scarsim::scenario::bundled::find(name).unwrap_or_default();
+        let kind = text.contains("kind = \"recovery\"");
+        use scarsim::report::figures::faults as ff;
         let expect: &[&str] = if kind {
             &["Rework iterations"]
+        } else if text.contains("[wallclock]") {
+            &[name, ff::WALLCLOCK_X, ff::WALLCLOCK_Y_ACCURACY, "PS killed"]
+        } else if text.contains("kind = \"faults\"") && text.contains("[iterations]") {
+            &[name, ff::WALLCLOCK_X, ff::ITERATIONS_Y]
+        } else if text.contains("kind = \"faults\"") && text.contains("[interval]") {
+            &[name, ff::INTERVAL_X, ff::INTERVAL_Y]
         } else {
             &[name]
         };

@@ -448,11 +448,8 @@ impl<M: GradientModel> Sim<'_, M> {
                 break;
             }
             self.recoverable();
-            let loss = self.model.loss(&self.scratch, self.ws);
-            let acc = self
-                .model
-                .accuracy(&self.scratch, self.ws)
-                .unwrap_or(f64::NAN);
+            let (loss, acc) = self.model.loss_and_accuracy(&self.scratch, self.ws);
+            let acc = acc.unwrap_or(f64::NAN);
             self.out.grid_loss.push(loss);
             self.out.grid_accuracy.push(acc);
         }

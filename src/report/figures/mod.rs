@@ -11,6 +11,7 @@
 
 pub mod chart;
 pub mod claims;
+pub mod faults;
 pub mod generic;
 pub mod paper;
 pub mod recovery;
@@ -49,6 +50,7 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
         ("recovery", Some("lost_fraction")) => Box::new(recovery::PartialRecovery),
         ("recovery", Some("checkpoint_fraction")) => Box::new(recovery::PriorityCheckpoint),
         ("recovery", _) => Box::new(recovery::RecoverySweep),
+        ("faults", _) => Box::new(faults::Faults),
         _ => Box::new(generic::Generic),
     }
 }
