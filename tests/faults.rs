@@ -51,6 +51,16 @@ fn grid() -> Vec<f64> {
 /// One worker taking exactly 1 s per gradient; a checkpoint every 2.5 s
 /// (SCAR: every r·2.5 s); detection 0.5 s, restore 1 s, no spare node.
 fn run(strategy: Strategy, ps_nodes: usize, ck: CheckpointCost, outages: &[Outage]) -> PsRun {
+    run_join(strategy, ps_nodes, ck, outages, f64::INFINITY)
+}
+
+fn run_join(
+    strategy: Strategy,
+    ps_nodes: usize,
+    ck: CheckpointCost,
+    outages: &[Outage],
+    join: f64,
+) -> PsRun {
     let grid = grid();
     let placement: Vec<usize> = (0..2).map(|b| b % ps_nodes).collect();
     let setup = PsSetup {
@@ -60,7 +70,7 @@ fn run(strategy: Strategy, ps_nodes: usize, ck: CheckpointCost, outages: &[Outag
         checkpoint: ck,
         detection: 0.5,
         restart: 1.0,
-        join: f64::INFINITY,
+        join,
         eta: 1.0,
         run_seed: 0,
         grid: &grid,
@@ -119,6 +129,29 @@ fn checkpoint_restart_rolls_everything_back() {
     assert_eq!(r.split.rework, 2.0);
     assert_eq!(r.split.dump, 0.0);
     assert_eq!(r.split.solve, 5.5);
+}
+
+#[test]
+fn a_replacement_node_joins_when_the_failed_one_never_returns() {
+    // The PS node never comes back; a replacement joins 1 s after detection
+    // (5 → 6) and is restored by 7: the same timeline as the node returning at 6.
+    let gone = [Outage {
+        node: 0,
+        down: 4.5,
+        up: f64::INFINITY,
+    }];
+    let r = run_join(Strategy::CheckpointRestart, 1, sync_ck(), &gone, 1.0);
+    let v = |x: f64| -2.0 * x;
+    assert_eq!(
+        loss(&r),
+        [0., 1., 2., 3., 4., 2., 2., 2., 3., 4., 5.].map(v).to_vec()
+    );
+    assert_eq!(r.incidents[0].recovered, 7.0);
+    // Without a spare node the PS stays down to the horizon.
+    let r = run(Strategy::CheckpointRestart, 1, sync_ck(), &gone);
+    assert!(r.incidents[0].recovered.is_nan());
+    assert_eq!(r.split.restart, 10.0 - 4.5);
+    assert_eq!(r.applied, 4);
 }
 
 #[test]
@@ -549,6 +582,61 @@ fn faults_scenarios_run_and_are_deterministic() {
     // One incident per trial of each strategy with the kill: failed 1, recovered 1.5 + 0.1.
     assert_eq!(incidents.lines().count(), 1 + 4);
     assert!(incidents.contains(",1,1.6,true,"), "{incidents}");
+}
+
+#[test]
+fn poisson_and_trace_failure_processes_drive_the_ps() {
+    let dir = tmpdir("faults-processes");
+    // A trace: node 0 down at 0.5 for 0.5 s, and at 2.0 for good.
+    std::fs::write(
+        dir.join("trace.csv"),
+        "time,node,down_for\n0.5,0,0.5\n2.0,0,inf\n",
+    )
+    .unwrap();
+    let trace = small_wallclock("[[series]]\nstrategy = \"checkpoint-restart\"\n")
+        .replace("name = \"tiny-kill\"", "name = \"tiny-trace\"")
+        .replace(
+            "process = \"fixed\"\nat = 1.0\nback = 1.5",
+            "process = \"trace\"\nfile = \"trace.csv\"",
+        );
+    std::fs::write(dir.join("t.toml"), trace).unwrap();
+    // Poisson: MTBF 1 s per node, repaired after 0.2 s, a chain of 2.
+    let poisson = small_wallclock("[[series]]\nstrategy = \"chain-replication\"\nchain = 2\n")
+        .replace("name = \"tiny-kill\"", "name = \"tiny-poisson\"")
+        .replace(
+            "process = \"fixed\"\nat = 1.0\nback = 1.5",
+            "process = \"poisson\"\nmtbf = 1.0\nrepair = 0.2",
+        );
+    std::fs::write(dir.join("p.toml"), poisson).unwrap();
+    let o = scarsim(
+        &dir,
+        &[
+            "run",
+            "t.toml",
+            "p.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            "o",
+            "--quiet",
+            "--no-plot",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let inc = std::fs::read_to_string(dir.join("o/tiny-trace/incidents.csv")).unwrap();
+    // Per trial: the first outage (0.5 → back 1.0, restored 1.1) and the last (never restored).
+    assert!(inc.contains(",0,0.5,1.1,true,"), "{inc}");
+    assert!(
+        inc.contains(",0,2,NaN,true,") || inc.contains(",0,2,,true,"),
+        "{inc}"
+    );
+    let inc = std::fs::read_to_string(dir.join("o/tiny-poisson/incidents.csv")).unwrap();
+    // Over 3 s two nodes with MTBF 1 s fail several times; most failures are
+    // take-overs (the other link of the chain alive).
+    let rows: Vec<&str> = inc.lines().skip(1).collect();
+    assert!(rows.len() >= 4, "{inc}");
+    assert!(rows.iter().any(|r| r.contains(",false,")), "{inc}");
 }
 
 #[test]
