@@ -536,6 +536,10 @@ process = "fixed"
 at = 1.0
 back = 1.5
 
+[cost]
+on_demand = 0.2
+spot = 0.05
+
 {strategy_lines}
 "#
     )
@@ -578,6 +582,19 @@ fn faults_scenarios_run_and_are_deterministic() {
         1 + 4,
         "2 strategies × with/without the kill"
     );
+    // Currency: every node billed until the criterion (or the horizon):
+    // on-demand / spot = 0.2 / 0.05, and one worker + one PS = 2 nodes.
+    let t = scarsim::report::Table::read(&dir.join("a/tiny-kill/summary.csv")).unwrap();
+    let c = |n: &str| t.column(n).unwrap();
+    for row in &t.rows {
+        let (od, spot): (f64, f64) = (
+            row[c("cost_on_demand")].parse().unwrap(),
+            row[c("cost_spot")].parse().unwrap(),
+        );
+        assert!((od / spot - 4.0).abs() < 1e-9, "{od} {spot}");
+        assert_eq!(row[c("nodes")], "2");
+        assert!(od > 0.0 && od <= 2.0 * 3.0 / 3600.0 * 0.2 + 1e-12);
+    }
     let incidents = std::fs::read_to_string(dir.join("a/tiny-kill/incidents.csv")).unwrap();
     // One incident per trial of each strategy with the kill: failed 1, recovered 1.5 + 0.1.
     assert_eq!(incidents.lines().count(), 1 + 4);

@@ -224,6 +224,20 @@ fn iterations(r: &Results) -> Result<Chart> {
             names.push(row[cs].clone());
         }
     }
+    // Large metrics (LDA's −log-likelihood) are drawn in units of 10^k so
+    // the tick labels stay short.
+    let biggest = t
+        .rows
+        .iter()
+        .map(|row| num(&row[cm]).abs())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let k = if biggest >= 1e5 {
+        biggest.log10().floor() as i32
+    } else {
+        0
+    };
+    let unit = 10f64.powi(k);
     let series = names
         .iter()
         .enumerate()
@@ -236,16 +250,26 @@ fn iterations(r: &Results) -> Result<Chart> {
                 .iter()
                 .filter(|row| row[cs] == *name)
                 .map(|row| {
-                    Point::with_ci(num(&row[ct]), num(&row[cm]), num(&row[clo]), num(&row[chi]))
+                    Point::with_ci(
+                        num(&row[ct]),
+                        num(&row[cm]) / unit,
+                        num(&row[clo]) / unit,
+                        num(&row[chi]) / unit,
+                    )
                 })
                 .collect(),
         })
         .collect();
+    let y = if k == 0 {
+        ITERATIONS_Y.to_string()
+    } else {
+        format!("{ITERATIONS_Y} (x 1e{k})")
+    };
     Ok(Chart {
         title: r.title(),
         subtitle: r.subtitle(),
         x: Axis::linear(WALLCLOCK_X).from_zero(),
-        y: Axis::linear(ITERATIONS_Y),
+        y: Axis::linear(y),
         series,
         dodge: false,
     })
