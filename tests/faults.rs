@@ -132,6 +132,32 @@ fn checkpoint_restart_rolls_everything_back() {
 }
 
 #[test]
+fn a_global_rollback_waits_for_every_lost_shard() {
+    // Two shards, both lost: node 0 at 4.5 (back at 6, restored at 7), node 1
+    // at 5 (back at 8, restored at 9). The rollback to the checkpoint (2)
+    // happens once, at 9, when the PS is whole again; the worker resumes
+    // then and pushes at 10.
+    let outages = [
+        KILL[0],
+        Outage {
+            node: 1,
+            down: 5.0,
+            up: 8.0,
+        },
+    ];
+    let r = run(Strategy::CheckpointRestart, 2, sync_ck(), &outages);
+    let v = |x: f64| -2.0 * x;
+    assert_eq!(
+        loss(&r),
+        [0., 1., 2., 3., 4., 2., 2., 2., 2., 2., 3.].map(v).to_vec()
+    );
+    let rec: Vec<f64> = r.incidents.iter().map(|i| i.recovered).collect();
+    assert_eq!(rec, vec![7.0, 9.0]);
+    assert_eq!(r.split.restart, 9.0 - 4.5);
+    assert_eq!(r.incidents[1].restored_blocks, 2);
+}
+
+#[test]
 fn a_replacement_node_joins_when_the_failed_one_never_returns() {
     // The PS node never comes back; a replacement joins 1 s after detection
     // (5 → 6) and is restored by 7: the same timeline as the node returning at 6.

@@ -790,15 +790,18 @@ impl<M: GradientModel> Sim<'_, M> {
         let mut age = 0.0;
         let mut restored = 0;
         if self.s.strategy.global_rollback() {
+            self.shards[shard] = ShardState::Serving;
+            if self.shards.iter().any(|s| *s != ShardState::Serving) {
+                // Another shard is still lost: the rollback of every block
+                // waits until the last one has a host again.
+                self.out.incidents[incident].recovered = t;
+                return;
+            }
             for b in 0..n {
                 age += self.lost_age(b, failed);
             }
             self.params.copy_from_slice(&self.committed);
             restored = n;
-            // Every other shard rolls back too: all are serving again.
-            for s in &mut self.shards {
-                *s = ShardState::Serving;
-            }
         } else {
             for b in 0..n {
                 if self.s.placement[b] == shard {
