@@ -8,8 +8,7 @@
 //! replication); node `s·chain + i` is link `i` of shard `s`'s chain.
 //! Workers run asynchronous SGD: pull the parameters, compute a minibatch
 //! gradient (its time drawn from the straggler model), push it; the PS applies
-//! `w ← w − η·g` at once. Workers only fail with the PS nodes they share
-//! nothing with: the failure process takes down PS nodes.
+//! `w ← w − η·g` at once. Only PS nodes fail (workers stay up).
 //!
 //! Time costs (SCAR §4, Daly): a checkpoint pauses the PS for the time to
 //! write the saved blocks (`persist = sync`) or only to update the in-memory
