@@ -563,6 +563,7 @@ fn validate(args: &[String]) -> Result<()> {
                     Scenario::Perturbation(p) => p.series.len(),
                     Scenario::Precision(p) => p.precision.mantissa_bits.len(),
                     Scenario::Protocol(p) => p.points().len(),
+                    Scenario::Faults(f) => f.point_count(),
                 };
                 println!(
                     "ok: {} ({}: {} points x {} trials)",

@@ -15,6 +15,7 @@ pub mod commands;
 pub mod data;
 pub mod engine;
 pub mod experiment;
+pub mod faults;
 pub mod model;
 pub mod policy;
 pub mod report;

@@ -108,6 +108,14 @@ pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
             },
             crate::scenario::protocol::Measure::Runtime(_) => Vec::new(),
         },
+        Scenario::Faults(f) => match &f.measure {
+            crate::scenario::faults::FaultsMeasure::Wallclock(w) => match &w.model {
+                crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],
+                crate::model::gradient::GradientSpec::Quadratic(_) => Vec::new(),
+            },
+            crate::scenario::faults::FaultsMeasure::Iterations(i) => vec![i.model.dataset()],
+            crate::scenario::faults::FaultsMeasure::Interval(_) => Vec::new(),
+        },
     }
 }
 

@@ -219,6 +219,7 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
         // What each kind's figure must show: its paper axes, and its size
         // (protocol scenarios draw a 2×2 grid of panels).
         let mut size = SINGLE;
+        use scarsim::report::figures::faults as ff;
         let expect: Vec<&str> = match sc.meta().kind.as_str() {
             "recovery" => vec!["Rework iterations"],
             // SCAR Figures 3-5: cost against ‖δ‖ (one perturbation at ℓ) or
@@ -253,6 +254,13 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
                 size = GRID_2X2;
                 vec!["Wall-clock time per iteration", "k-sync (closed form)"]
             }
+            "faults" if text.contains("[wallclock]") => {
+                vec![name, ff::WALLCLOCK_X, ff::WALLCLOCK_Y_ACCURACY, "PS killed"]
+            }
+            "faults" if text.contains("[iterations]") => {
+                vec![name, ff::WALLCLOCK_X, ff::ITERATIONS_Y]
+            }
+            "faults" if text.contains("[interval]") => vec![name, ff::INTERVAL_X, ff::INTERVAL_Y],
             _ => vec![name],
         };
         check_png(&rep.join(name).join("figure.png"), size);

@@ -9,6 +9,7 @@
 //! output tables.
 
 pub mod execute;
+pub mod faults;
 pub mod perturbation;
 pub mod precision;
 pub mod protocol;
@@ -80,6 +81,7 @@ pub fn unit_names(scenario: &Scenario) -> Vec<String> {
         Scenario::Perturbation(s) => perturbation::unit_names(s),
         Scenario::Precision(s) => precision::unit_names(s),
         Scenario::Protocol(s) => protocol::unit_names(s),
+        Scenario::Faults(s) => faults::unit_names(s),
     }
 }
 
@@ -95,6 +97,7 @@ pub fn run_raw(
         Scenario::Perturbation(s) => perturbation::run_raw(s, opts, cache, driver),
         Scenario::Precision(s) => precision::run_raw(s, opts, cache, driver),
         Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
+        Scenario::Faults(s) => faults::run_raw(s, opts, cache, driver),
     }
 }
 
@@ -105,6 +108,7 @@ pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
         Scenario::Perturbation(s) => perturbation::tables(s, raw),
         Scenario::Precision(s) => precision::tables(s, raw),
         Scenario::Protocol(s) => protocol::tables(s, raw),
+        Scenario::Faults(s) => faults::tables(s, raw),
     }
 }
 
@@ -239,9 +243,10 @@ pub struct Plan {
 pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     match scenario {
         Scenario::Recovery(s) => recovery::plan(s, opts, cache),
-        Scenario::Perturbation(_) | Scenario::Precision(_) | Scenario::Protocol(_) => {
-            plan_by_sample(scenario, opts, cache)
-        }
+        Scenario::Perturbation(_)
+        | Scenario::Precision(_)
+        | Scenario::Protocol(_)
+        | Scenario::Faults(_) => plan_by_sample(scenario, opts, cache),
     }
 }
 
@@ -281,6 +286,7 @@ fn unit_costs(scenario: &Scenario) -> Vec<f64> {
         Scenario::Perturbation(s) => perturbation::unit_costs(s),
         Scenario::Precision(s) => vec![1.0; s.precision.mantissa_bits.len()],
         Scenario::Protocol(s) => protocol::unit_costs(s),
+        Scenario::Faults(s) => faults::unit_costs(s),
     }
 }
 

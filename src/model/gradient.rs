@@ -91,6 +91,21 @@ pub trait GradientModel: Send + Sync {
     );
     /// The loss of the error curve at `params` (lower is better).
     fn loss(&self, params: &[f32], ws: &mut Self::Workspace) -> f64;
+    /// Classification accuracy at `params`, for models that classify
+    /// (MLR: on the loss subsample). Default: none.
+    fn accuracy(&self, _params: &[f32], _ws: &mut Self::Workspace) -> Option<f64> {
+        None
+    }
+    /// [`GradientModel::loss`] and [`GradientModel::accuracy`] together
+    /// (a model may compute both in one pass). Default: one call each.
+    fn loss_and_accuracy(&self, params: &[f32], ws: &mut Self::Workspace) -> (f64, Option<f64>) {
+        (self.loss(params, ws), self.accuracy(params, ws))
+    }
+    /// Length of one parameter block (the unit placed on a PS shard, lost and
+    /// saved; MLR: a row of the weight matrix). Default: 1 (one coordinate).
+    fn block_len(&self) -> usize {
+        1
+    }
     /// L, c, σ² where they are known (the noisy quadratic). Default: unknown.
     fn known_constants(&self) -> Option<KnownConstants> {
         None

@@ -178,6 +178,52 @@ impl GradientModel for MlrGradient {
         }
         sum / self.eval_rows.len() as f64
     }
+
+    fn accuracy(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> Option<f64> {
+        let data = self.mlr.data();
+        let mut right = 0usize;
+        for &i in &self.eval_rows {
+            let i = i as usize;
+            self.forward_row(params, i, &mut ws.z);
+            // Ties go to the lowest class.
+            let mut best = 0;
+            for (c, &v) in ws.z.iter().enumerate() {
+                if v > ws.z[best] {
+                    best = c;
+                }
+            }
+            right += usize::from(best == data.y[i] as usize);
+        }
+        Some(right as f64 / self.eval_rows.len() as f64)
+    }
+
+    fn loss_and_accuracy(
+        &self,
+        params: &[f32],
+        ws: &mut MlrGradientWorkspace,
+    ) -> (f64, Option<f64>) {
+        let data = self.mlr.data();
+        let mut sum = 0.0;
+        let mut right = 0usize;
+        for &i in &self.eval_rows {
+            let i = i as usize;
+            self.forward_row(params, i, &mut ws.z);
+            sum += cross_entropy(&ws.z, data.y[i] as usize);
+            let mut best = 0;
+            for (c, &v) in ws.z.iter().enumerate() {
+                if v > ws.z[best] {
+                    best = c;
+                }
+            }
+            right += usize::from(best == data.y[i] as usize);
+        }
+        let n = self.eval_rows.len() as f64;
+        (sum / n, Some(right as f64 / n))
+    }
+
+    fn block_len(&self) -> usize {
+        self.mlr.data().classes
+    }
 }
 
 /// Cross-entropy of one example from its logits: log Σ exp(z) − z_y.
@@ -224,6 +270,39 @@ mod tests {
             500,
             3,
         )
+    }
+
+    #[test]
+    fn accuracy_counts_argmax_hits_and_matches_the_combined_pass() {
+        let m = small(100);
+        let mut ws = m.workspace();
+        // All-zero weights: every logit ties, class 0 is predicted.
+        let w0 = m.init_params();
+        let zeros = m
+            .eval_rows()
+            .iter()
+            .filter(|&&i| m.mlr.data().y[i as usize] == 0)
+            .count() as f64;
+        let acc = m.accuracy(&w0, &mut ws).unwrap();
+        assert_eq!(acc, zeros / m.eval_rows().len() as f64);
+        // After some training the one-pass loss and accuracy equal the separate ones.
+        let mut w = w0.clone();
+        let mut g = vec![0f32; m.dim()];
+        for k in 0..20 {
+            let draw = GradientDraw {
+                run_seed: 1,
+                index: k,
+            };
+            m.gradient(&w, draw, &mut g, &mut ws);
+            for (x, d) in w.iter_mut().zip(&g) {
+                *x -= 1e-5 * d;
+            }
+        }
+        let (l, a) = m.loss_and_accuracy(&w, &mut ws);
+        assert_eq!(l, m.loss(&w, &mut ws));
+        assert_eq!(a, m.accuracy(&w, &mut ws));
+        assert!(a.unwrap() > acc, "training improves accuracy");
+        assert_eq!(m.block_len(), m.mlr.data().classes);
     }
 
     #[test]

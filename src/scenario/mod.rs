@@ -8,6 +8,7 @@
 //! the name of a bundled scenario (see `scarsim list`).
 
 pub mod bundled;
+pub mod faults;
 pub mod perturbation;
 pub mod precision;
 pub mod protocol;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+pub use faults::FaultsScenario;
 pub use perturbation::PerturbationScenario;
 pub use precision::PrecisionScenario;
 pub use protocol::ProtocolScenario;
@@ -54,6 +56,8 @@ pub enum Scenario {
     Precision(PrecisionScenario),
     /// Dutta et al. K-sync/K-batch-sync/K-async/K-batch-async SGD in wall-clock time.
     Protocol(ProtocolScenario),
+    /// Parameter-server failures in wall-clock time (SCAR §4, §5.5; Cao et al. 2024).
+    Faults(FaultsScenario),
 }
 
 /// The scenario kinds this build understands, with a one-line description.
@@ -74,6 +78,10 @@ pub const KINDS: &[(&str, &str)] = &[
         "protocol",
         "Dutta et al. straggler simulation: runtime per iteration and loss vs wall-clock time of K-sync/K-batch-sync/K-async/K-batch-async SGD",
     ),
+    (
+        "faults",
+        "PS failures in wall-clock time: checkpoint-restart, SCAR, chain replication and the stateless PS; Daly's time split and checkpoint interval",
+    ),
 ];
 
 impl Scenario {
@@ -84,6 +92,7 @@ impl Scenario {
             Scenario::Perturbation(s) => &s.meta,
             Scenario::Precision(s) => &s.meta,
             Scenario::Protocol(s) => &s.meta,
+            Scenario::Faults(s) => &s.meta,
         }
     }
 
@@ -104,6 +113,7 @@ impl Scenario {
                 return Ok(());
             }
             Scenario::Protocol(s) => &mut s.meta,
+            Scenario::Faults(s) => &mut s.meta,
         };
         if let Some(t) = trials {
             if t == 0 {
@@ -177,6 +187,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
         "perturbation" => Ok(Scenario::Perturbation(perturbation::parse(&src)?)),
         "precision" => Ok(Scenario::Precision(precision::parse(&src)?)),
         "protocol" => Ok(Scenario::Protocol(protocol::parse(&src)?)),
+        "faults" => Ok(Scenario::Faults(faults::parse(&src)?)),
         other => bail!(
             "{origin}: unknown scenario kind `{other}`; expected one of: {}",
             KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")

@@ -244,7 +244,7 @@ struct RawCluster {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawDelay {
+pub(crate) struct RawDelay {
     distribution: String,
     rate: Option<f64>,
     shift: Option<f64>,
@@ -329,7 +329,7 @@ fn base_dir(src: &SourceText) -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-fn parse_delay(
+pub(crate) fn parse_delay(
     src: &SourceText,
     raw: &Spanned<RawDelay>,
     field: &str,

@@ -11,6 +11,7 @@
 
 pub mod chart;
 pub mod claims;
+pub mod faults;
 pub mod generic;
 pub mod paper;
 pub mod protocol;
@@ -67,6 +68,7 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
         ("protocol", _) => Box::new(protocol::Runtime),
         ("perturbation", _) => Box::new(theory::IterationCostBound),
         ("precision", _) => Box::new(theory::PrecisionFloor),
+        ("faults", _) => Box::new(faults::Faults),
         _ => Box::new(generic::Generic),
     }
 }

@@ -1,0 +1,342 @@
+//! Figures of `faults` scenarios (PS failures in wall-clock time):
+//!
+//! - `[wallclock]`: accuracy (or loss) against wall time, one band (95% CI
+//!   across trials) per strategy with the failure, a plain line per strategy
+//!   without it, at the first worker count; black and red vertical lines mark
+//!   the PS kill and its (mean) recovery;
+//! - `[iterations]`: the convergence metric against wall time (mean time of
+//!   each iteration across trials), one band per policy;
+//! - `[interval]`: T_wall / T_solve against τ / τ_Daly (log scale), one line
+//!   with 95% CI per MTBF, a vertical line at Daly's optimum.
+
+use anyhow::{Context, Result};
+
+use super::Layout;
+use super::chart::{Axis, Chart, Colour, Point, Series, Style};
+use super::results::Results;
+use crate::report::Table;
+
+/// Axis labels (checked by the tests).
+pub const WALLCLOCK_X: &str = "Wall time (s)";
+/// Y label of wall-clock figures with accuracy.
+pub const WALLCLOCK_Y_ACCURACY: &str = "Accuracy (loss subsample)";
+/// Y label of wall-clock figures without accuracy.
+pub const WALLCLOCK_Y_LOSS: &str = "Loss (loss subsample)";
+/// X label of interval figures.
+pub const INTERVAL_X: &str = "Checkpoint interval / Daly's optimum";
+/// Y label of interval figures.
+pub const INTERVAL_Y: &str = "Wall time / solve time";
+/// Y label of iteration figures.
+pub const ITERATIONS_Y: &str = "Convergence metric";
+
+/// The `faults` kind's layouts.
+pub struct Faults;
+
+fn read(r: &Results, file: &str) -> Result<Table> {
+    Table::read(&r.dir.join(file)).with_context(|| format!("{} needs {file}", r.dir.display()))
+}
+
+fn col(t: &Table, name: &str) -> Result<usize> {
+    t.column(name)
+        .with_context(|| format!("no `{name}` column (columns: {})", t.header.join(", ")))
+}
+
+fn num(s: &str) -> f64 {
+    s.trim().parse().unwrap_or(f64::NAN)
+}
+
+/// A vertical line across `[lo, hi]` at `x`.
+fn vertical(name: String, x: f64, lo: f64, hi: f64, colour: Colour) -> Series {
+    Series {
+        name,
+        style: Style::Line,
+        colour,
+        points: vec![Point::plain(x, lo), Point::plain(x, hi)],
+    }
+}
+
+impl Layout for Faults {
+    fn name(&self) -> &'static str {
+        "faults figure"
+    }
+
+    fn chart(&self, r: &Results) -> Result<Chart> {
+        match r.manifest["details"]["measure"].as_str() {
+            Some("wallclock") => wallclock(r),
+            Some("iterations") => iterations(r),
+            Some("interval") => interval(r),
+            other => anyhow::bail!("unknown faults measure {other:?} in the manifest"),
+        }
+    }
+}
+
+fn wallclock(r: &Results) -> Result<Chart> {
+    let t = read(r, "curves.csv")?;
+    let (cs, cw, cf, ct) = (
+        col(&t, "series")?,
+        col(&t, "workers")?,
+        col(&t, "failures")?,
+        col(&t, "time")?,
+    );
+    let acc = col(&t, "accuracy_mean")?;
+    let use_acc = t.rows.iter().any(|row| num(&row[acc]).is_finite());
+    let prefix = if use_acc { "accuracy" } else { "loss" };
+    let (cm, clo, chi) = (
+        col(&t, &format!("{prefix}_mean"))?,
+        col(&t, &format!("{prefix}_ci95_low"))?,
+        col(&t, &format!("{prefix}_ci95_high"))?,
+    );
+    let workers = t
+        .rows
+        .first()
+        .map(|row| row[cw].clone())
+        .unwrap_or_default();
+    let mut names: Vec<String> = Vec::new();
+    for row in &t.rows {
+        if !names.contains(&row[cs]) {
+            names.push(row[cs].clone());
+        }
+    }
+    // Failures and recoveries (from the incidents): the plot starts halfway
+    // to the first failure, to show the outage at a readable scale.
+    let incidents = read(r, "incidents.csv").ok().filter(|t| !t.rows.is_empty());
+    let mut failed = f64::NAN;
+    let mut recoveries: Vec<(String, f64)> = Vec::new();
+    if let Some(inc) = &incidents {
+        let (sc, fc, rc) = (
+            col(inc, "series")?,
+            col(inc, "failed")?,
+            col(inc, "recovered")?,
+        );
+        failed = inc
+            .rows
+            .iter()
+            .map(|row| num(&row[fc]))
+            .fold(f64::INFINITY, f64::min);
+        for name in &names {
+            let rec: Vec<f64> = inc
+                .rows
+                .iter()
+                .filter(|row| row[sc] == *name)
+                .map(|row| num(&row[rc]))
+                .filter(|v| v.is_finite())
+                .collect();
+            if !rec.is_empty() {
+                recoveries.push((name.clone(), rec.iter().sum::<f64>() / rec.len() as f64));
+            }
+        }
+    }
+    let from = if failed.is_finite() {
+        failed / 2.0
+    } else {
+        f64::NEG_INFINITY
+    };
+    let mut series = Vec::new();
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (i, name) in names.iter().enumerate() {
+        for failures in ["on", "off"] {
+            let points: Vec<Point> = t
+                .rows
+                .iter()
+                .filter(|row| row[cs] == *name && row[cw] == workers && row[cf] == failures)
+                .filter(|row| num(&row[ct]) >= from)
+                .map(|row| {
+                    Point::with_ci(num(&row[ct]), num(&row[cm]), num(&row[clo]), num(&row[chi]))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            for p in &points {
+                if p.y.is_finite() {
+                    lo = lo.min(p.y);
+                    hi = hi.max(p.y);
+                }
+            }
+            series.push(Series {
+                name: if failures == "on" {
+                    format!("{name}, PS killed")
+                } else {
+                    format!("{name}, no failure")
+                },
+                style: if failures == "on" {
+                    Style::Band
+                } else {
+                    Style::Line
+                },
+                colour: Colour::Palette(i),
+                points,
+            });
+        }
+    }
+    if failed.is_finite() && lo.is_finite() {
+        series.push(vertical(
+            format!("PS killed (t = {failed} s)"),
+            failed,
+            lo,
+            hi,
+            Colour::Black,
+        ));
+        // One red line per distinct recovery time, naming its strategies.
+        let mut times: Vec<(f64, Vec<String>)> = Vec::new();
+        for (name, t) in recoveries {
+            match times.iter_mut().find(|(x, _)| (x - t).abs() < 1e-6) {
+                Some((_, v)) => v.push(name),
+                None => times.push((t, vec![name])),
+            }
+        }
+        for (t, who) in times {
+            series.push(vertical(
+                format!("recovered (t = {t:.2} s): {}", who.join(", ")),
+                t,
+                lo,
+                hi,
+                Colour::Red,
+            ));
+        }
+    }
+    Ok(Chart {
+        title: r.title(),
+        subtitle: format!("{} · {workers} worker(s)", r.subtitle()),
+        x: Axis::linear(WALLCLOCK_X),
+        y: Axis::linear(if use_acc {
+            WALLCLOCK_Y_ACCURACY
+        } else {
+            WALLCLOCK_Y_LOSS
+        }),
+        series,
+        dodge: false,
+    })
+}
+
+fn iterations(r: &Results) -> Result<Chart> {
+    let t = read(r, "curves.csv")?;
+    let (cs, ct, cm, clo, chi) = (
+        col(&t, "series")?,
+        col(&t, "time_mean")?,
+        col(&t, "metric_mean")?,
+        col(&t, "metric_ci95_low")?,
+        col(&t, "metric_ci95_high")?,
+    );
+    let mut names: Vec<String> = Vec::new();
+    for row in &t.rows {
+        if !names.contains(&row[cs]) {
+            names.push(row[cs].clone());
+        }
+    }
+    // Large metrics (LDA's −log-likelihood) are drawn in units of 10^k so
+    // the tick labels stay short.
+    let biggest = t
+        .rows
+        .iter()
+        .map(|row| num(&row[cm]).abs())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let k = if biggest >= 1e5 {
+        biggest.log10().floor() as i32
+    } else {
+        0
+    };
+    let unit = 10f64.powi(k);
+    let series = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Series {
+            name: name.clone(),
+            style: Style::Band,
+            colour: Colour::Palette(i),
+            points: t
+                .rows
+                .iter()
+                .filter(|row| row[cs] == *name)
+                .map(|row| {
+                    Point::with_ci(
+                        num(&row[ct]),
+                        num(&row[cm]) / unit,
+                        num(&row[clo]) / unit,
+                        num(&row[chi]) / unit,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let y = if k == 0 {
+        ITERATIONS_Y.to_string()
+    } else {
+        format!("{ITERATIONS_Y} (x 1e{k})")
+    };
+    Ok(Chart {
+        title: r.title(),
+        subtitle: r.subtitle(),
+        x: Axis::linear(WALLCLOCK_X).from_zero(),
+        y: Axis::linear(y),
+        series,
+        dodge: false,
+    })
+}
+
+fn interval(r: &Results) -> Result<Chart> {
+    let t = &r.summary;
+    let (cs, cf, cm, clo, chi) = (
+        col(t, "series")?,
+        col(t, "factor")?,
+        col(t, "mean")?,
+        col(t, "ci95_low")?,
+        col(t, "ci95_high")?,
+    );
+    let opt = read(r, "optimum.csv")?;
+    let solve = opt
+        .rows
+        .first()
+        .map(|row| num(&row[col(&opt, "solve_time").unwrap_or(0)]))
+        .unwrap_or(1.0);
+    let mut names: Vec<String> = Vec::new();
+    for row in &t.rows {
+        if !names.contains(&row[cs]) {
+            names.push(row[cs].clone());
+        }
+    }
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut series: Vec<Series> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Series {
+            name: name.clone(),
+            style: Style::LinesWithErrorBars,
+            colour: Colour::Palette(i),
+            points: t
+                .rows
+                .iter()
+                .filter(|row| row[cs] == *name)
+                .map(|row| {
+                    let y = num(&row[cm]) / solve;
+                    lo = lo.min(y);
+                    hi = hi.max(y);
+                    Point::with_ci(
+                        num(&row[cf]),
+                        y,
+                        num(&row[clo]) / solve,
+                        num(&row[chi]) / solve,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    if lo.is_finite() {
+        series.push(vertical(
+            "Daly's higher-order optimum".into(),
+            1.0,
+            lo,
+            hi,
+            Colour::Black,
+        ));
+    }
+    Ok(Chart {
+        title: r.title(),
+        subtitle: r.subtitle(),
+        x: Axis::linear(INTERVAL_X).log2(),
+        y: Axis::linear(INTERVAL_Y),
+        series,
+        dodge: false,
+    })
+}
