@@ -70,7 +70,8 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(20);
+    // No criterion plots: with the tree's plotters features they need system fonts.
+    config = Criterion::default().sample_size(20).without_plots();
     targets = bench
 }
 criterion_main!(benches);
