@@ -331,3 +331,68 @@ fn bad_perturbation_scenarios_are_rejected() {
         assert!(!dir.join("o/scar-bound-qp-single/trials.csv").exists());
     }
 }
+
+/// The theory kinds run through the same journal as the others: shards
+/// merge into the bytes of one run, and a run resumed from a journal that
+/// holds only some of the units writes those bytes too.
+#[test]
+fn theory_kinds_shard_merge_and_resume_to_the_same_bytes() {
+    use scarsim::experiment::units::{Journal, JournalHeader};
+    let dir = tmpdir("theory-shards");
+    std::fs::write(dir.join("q.toml"), qp_single(40)).unwrap();
+    std::fs::write(
+        dir.join("p.toml"),
+        bundled::find("scar-precision-qp").unwrap(),
+    )
+    .unwrap();
+    let ok = |args: &[&str]| {
+        let o = scarsim(&dir, args);
+        assert!(o.status.success(), "scarsim {args:?}: {}", stderr(&o));
+    };
+    for (file, name) in [
+        ("q.toml", "scar-bound-qp-single"),
+        ("p.toml", "scar-precision-qp"),
+    ] {
+        ok(&["run", file, "--out", "whole", "--quiet", "--no-plot"]);
+        for i in 0..2 {
+            let shard = format!("{i}/2");
+            ok(&["run", file, "--out", "parts", "--shard", &shard, "--quiet"]);
+        }
+        let parts: Vec<String> = (0..2)
+            .map(|i| format!("parts/{name}.shard-{i}-of-2"))
+            .collect();
+        ok(&["merge", &parts[1], &parts[0], "--out", "merged"]);
+        // An interrupted unsharded run: its journal holds shard 0's units.
+        let (shard_header, records, _) =
+            Journal::read(&dir.join(&parts[0]).join("units.jsonl"), false).unwrap();
+        assert!(!records.is_empty());
+        let resumed = dir.join("resumed").join(name);
+        let mut journal = Journal::create(
+            &resumed.join("units.jsonl"),
+            &JournalHeader {
+                shard: None,
+                ..shard_header
+            },
+        )
+        .unwrap();
+        let units: Vec<(usize, serde_json::Value)> = records.into_iter().collect();
+        journal.append(&units).unwrap();
+        drop(journal);
+        ok(&[
+            "run",
+            file,
+            "--out",
+            "resumed",
+            "--resume",
+            "--quiet",
+            "--no-plot",
+        ]);
+        for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+            let whole = std::fs::read(dir.join("whole").join(name).join(f)).unwrap();
+            for other in ["merged", "resumed"] {
+                let b = std::fs::read(dir.join(other).join(name).join(f)).unwrap();
+                assert!(whole == b, "{name}/{f}: {other} differs from one whole run");
+            }
+        }
+    }
+}
