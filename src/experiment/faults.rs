@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::units::{Driver, Records};
+use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::cluster::WorkerDelays;
 use crate::data::DataCache;
@@ -276,15 +276,7 @@ fn run_units<W: Send>(
             },
         )
         .collect::<Result<_>>()?;
-    if driver.cancelled() {
-        return Err(driver.interrupted(mine.len()));
-    }
-    let mut records: Records = done.into_iter().flatten().collect();
-    for u in &mine {
-        if let Some(r) = driver.resumed().get(u) {
-            records.entry(*u).or_insert_with(|| r.clone());
-        }
-    }
+    let records = driver.collect(done, &mine)?;
     Ok(RawResult { context, records })
 }
 

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::reference::{ReferenceFacts, decode_records, reference};
-use super::units::{Driver, Records};
+use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::model::{DataUsed, IterCtx, Model, ModelVisitor, build_and_visit};
@@ -272,15 +272,7 @@ impl ModelVisitor for Visitor<'_> {
                 Ok(Some(record))
             })
             .collect::<Result<_>>()?;
-        if driver.cancelled() {
-            return Err(driver.interrupted(mine.len()));
-        }
-        let mut records: Records = done.into_iter().flatten().collect();
-        for u in &mine {
-            if let Some(r) = driver.resumed().get(u) {
-                records.entry(*u).or_insert_with(|| r.clone());
-            }
-        }
+        let records = driver.collect(done, &mine)?;
         let context = PrecisionContext {
             reference: reference.facts(),
             baseline_metrics: reference.baseline.metrics.clone(),

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::units::{Driver, Records};
+use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::cluster::sim::{Handler, UpdateInfo};
 use crate::cluster::theory::{self, GradientTime, Theory};
@@ -301,15 +301,7 @@ fn run_units(
             Ok(records)
         })
         .collect::<Result<_>>()?;
-    if driver.cancelled() {
-        return Err(driver.interrupted(mine.len()));
-    }
-    let mut records: Records = done.into_iter().flatten().collect();
-    for u in &mine {
-        if let Some(r) = driver.resumed().get(u) {
-            records.entry(*u).or_insert_with(|| r.clone());
-        }
-    }
+    let records = driver.collect(done, &mine)?;
     Ok(RawResult { context, records })
 }
 
@@ -793,15 +785,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 },
             )
             .collect::<Result<_>>()?;
-        if driver.cancelled() {
-            return Err(driver.interrupted(mine.len()));
-        }
-        let mut records: Records = done.into_iter().flatten().collect();
-        for u in &mine {
-            if let Some(r) = driver.resumed().get(u) {
-                records.entry(*u).or_insert_with(|| r.clone());
-            }
-        }
+        let records = driver.collect(done, &mine)?;
         let info = model.info();
         let kc = model.known_constants();
         let context = TrainingContext {

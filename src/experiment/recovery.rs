@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::units::{Driver, Records};
+use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_cohort};
@@ -241,15 +241,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 },
             )
             .collect::<Result<_>>()?;
-        if driver.cancelled() {
-            return Err(driver.interrupted(mine.len()));
-        }
-        let mut records: Records = done.into_iter().flatten().collect();
-        for u in &mine {
-            if let Some(r) = driver.resumed().get(u) {
-                records.entry(*u).or_insert_with(|| r.clone());
-            }
-        }
+        let records = driver.collect(done, &mine)?;
         let context = RecoveryContext {
             baselines: baselines.iter().map(|b| b.metrics.clone()).collect(),
             dataset: data.dataset,

@@ -363,6 +363,25 @@ impl<'a> Driver<'a> {
         &self.resumed
     }
 
+    /// The records of this run's units `mine`: those just computed (`done`,
+    /// in any grouping) together with those resumed from the journal; or,
+    /// if the run was cancelled, the error that says how to resume.
+    pub fn collect<I>(&self, done: impl IntoIterator<Item = I>, mine: &[usize]) -> Result<Records>
+    where
+        I: IntoIterator<Item = (usize, serde_json::Value)>,
+    {
+        if self.cancelled() {
+            return Err(self.interrupted(mine.len()));
+        }
+        let mut records: Records = done.into_iter().flatten().collect();
+        for u in mine {
+            if let Some(r) = self.resumed.get(u) {
+                records.entry(*u).or_insert_with(|| r.clone());
+            }
+        }
+        Ok(records)
+    }
+
     /// The error to return when stopped early.
     pub fn interrupted(&self, total: usize) -> anyhow::Error {
         let done = self.resumed.len() + *self.finished.lock().expect("counter lock");
