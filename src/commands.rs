@@ -526,20 +526,35 @@ fn short(v: &str) -> String {
 }
 
 fn list() -> Result<()> {
-    println!("{:<34} {:<22} title", "scenario", "paper");
-    for name in bundled::names() {
-        let text = bundled::find(name).expect("listed");
-        match scenario::parse(text, &format!("bundled:{name}")) {
-            Ok(sc) => {
-                let m = sc.meta();
-                println!(
-                    "{:<34} {:<22} {}",
-                    name,
-                    m.paper.as_deref().unwrap_or("-"),
-                    m.title
-                );
-            }
-            Err(e) => println!("{name:<34} INVALID: {e}"),
+    let rows: Vec<(&str, std::result::Result<(String, String), String>)> = bundled::names()
+        .map(|name| {
+            let text = bundled::find(name).expect("listed");
+            let row = scenario::parse(text, &format!("bundled:{name}"))
+                .map(|sc| {
+                    let m = sc.meta();
+                    (
+                        m.paper.clone().unwrap_or_else(|| "-".into()),
+                        m.title.clone(),
+                    )
+                })
+                .map_err(|e| e.to_string());
+            (name, row)
+        })
+        .collect();
+    let name_width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(8);
+    let paper_width = rows
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().map(|(p, _)| p.chars().count()))
+        .max()
+        .unwrap_or(5);
+    println!(
+        "{:<name_width$}  {:<paper_width$}  title",
+        "scenario", "paper"
+    );
+    for (name, row) in &rows {
+        match row {
+            Ok((paper, title)) => println!("{name:<name_width$}  {paper:<paper_width$}  {title}"),
+            Err(e) => println!("{name:<name_width$}  INVALID: {e}"),
         }
     }
     println!(

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = scarsim::cli::Cli::parse();
     match scarsim::commands::dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -16,6 +17,17 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Output piped into `head` and closed early ends the process quietly, as
+/// for any Unix tool, instead of a panic inside `println!`.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -427,3 +427,19 @@ fn unconvergeable_baseline_is_explained() {
     );
     assert!(!dir.join("out").exists());
 }
+
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    use std::process::{Command, Stdio};
+    // Like `scarsim list | head -0`: the reader is gone before the first line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scarsim"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
