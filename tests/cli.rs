@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scarsim, small_recovery, stderr, tmpdir};
+use common::{assert_same_bytes_on_one_and_two_threads, scarsim, small_recovery, stderr, tmpdir};
 
 #[test]
 fn run_writes_tidy_results() {
@@ -82,29 +82,12 @@ fn run_writes_tidy_results() {
 fn same_seed_same_bytes_on_one_and_two_threads() {
     let dir = tmpdir("determinism");
     std::fs::write(dir.join("s.toml"), small_recovery("det", 6)).unwrap();
-    for (threads, out) in [("1", "one"), ("2", "two")] {
-        let o = scarsim(
-            &dir,
-            &[
-                "run",
-                "s.toml",
-                "--synthetic",
-                "--scale",
-                "0.02",
-                "--threads",
-                threads,
-                "--out",
-                out,
-                "--quiet",
-            ],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-        let a = std::fs::read(dir.join("one/det").join(f)).unwrap();
-        let b = std::fs::read(dir.join("two/det").join(f)).unwrap();
-        assert_eq!(a, b, "{f} differs between 1 and 2 threads");
-    }
+    assert_same_bytes_on_one_and_two_threads(
+        &dir,
+        "s.toml",
+        "det",
+        &["summary.csv", "trials.csv", "baseline.csv"],
+    );
     // A different seed gives different trials.
     let o = scarsim(
         &dir,

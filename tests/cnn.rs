@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scarsim, stderr, tmpdir};
+use common::{assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir};
 
 /// A small CNN recovery scenario (use with --synthetic --scale 0.02). The
 /// criterion is loose so that the stand-in converges in a few dozen
@@ -123,31 +123,12 @@ fn cnn_results_are_byte_identical_on_one_and_two_threads() {
     )
     .replace("lost_fraction = [0.5, 1.0]", "lost_fraction = [0.25]");
     std::fs::write(dir.join("s.toml"), text).unwrap();
-    for threads in ["1", "2"] {
-        let o = scarsim(
-            &dir,
-            &[
-                "run",
-                "s.toml",
-                "--synthetic",
-                "--scale",
-                "0.02",
-                "--threads",
-                threads,
-                "--out",
-                threads,
-                "--quiet",
-            ],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-        assert_eq!(
-            std::fs::read(dir.join("1/cnn").join(f)).unwrap(),
-            std::fs::read(dir.join("2/cnn").join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    assert_same_bytes_on_one_and_two_threads(
+        &dir,
+        "s.toml",
+        "cnn",
+        &["summary.csv", "trials.csv", "baseline.csv"],
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{scarsim, stderr, tmpdir};
+use common::{assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir};
 use indicatif::ProgressBar;
 use scarsim::data::archive::write_zip;
 use scarsim::data::{DataCache, DataOptions};
@@ -157,31 +157,12 @@ fn jester_stand_in_runs_and_partial_recovery_helps() {
 fn same_bytes_on_one_and_two_threads() {
     let dir = tmpdir("mf-det");
     std::fs::write(dir.join("s.toml"), mf_scenario("det", "jester", 4)).unwrap();
-    for (threads, out) in [("1", "one"), ("2", "two")] {
-        let o = scarsim(
-            &dir,
-            &[
-                "run",
-                "s.toml",
-                "--synthetic",
-                "--scale",
-                "0.02",
-                "--threads",
-                threads,
-                "--out",
-                out,
-                "--quiet",
-            ],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-        assert_eq!(
-            std::fs::read(dir.join("one/det").join(f)).unwrap(),
-            std::fs::read(dir.join("two/det").join(f)).unwrap(),
-            "{f} differs between 1 and 2 threads"
-        );
-    }
+    assert_same_bytes_on_one_and_two_threads(
+        &dir,
+        "s.toml",
+        "det",
+        &["summary.csv", "trials.csv", "baseline.csv"],
+    );
 }
 
 #[test]

@@ -21,6 +21,42 @@ pub fn scarsim(cwd: &Path, args: &[&str]) -> Output {
         .expect("scarsim runs")
 }
 
+/// Runs the scenario file `scenario` (in `dir`) on the stand-ins at scale
+/// 0.02 with 1 and with 2 threads, into `dir/one` and `dir/two`, and asserts
+/// that `files` of its results folder `name` are byte-identical.
+pub fn assert_same_bytes_on_one_and_two_threads(
+    dir: &Path,
+    scenario: &str,
+    name: &str,
+    files: &[&str],
+) {
+    for (threads, out) in [("1", "one"), ("2", "two")] {
+        let o = scarsim(
+            dir,
+            &[
+                "run",
+                scenario,
+                "--synthetic",
+                "--scale",
+                "0.02",
+                "--threads",
+                threads,
+                "--out",
+                out,
+                "--quiet",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for f in files {
+        assert_eq!(
+            std::fs::read(dir.join("one").join(name).join(f)).unwrap(),
+            std::fs::read(dir.join("two").join(name).join(f)).unwrap(),
+            "{f} differs between 1 and 2 threads"
+        );
+    }
+}
+
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
