@@ -525,8 +525,11 @@ fn short(v: &str) -> String {
     )
 }
 
+/// A bundled scenario's `(paper panel, title)`, or why it does not parse.
+type ListRow = std::result::Result<(String, String), String>;
+
 fn list() -> Result<()> {
-    let rows: Vec<(&str, std::result::Result<(String, String), String>)> = bundled::names()
+    let rows: Vec<(&str, ListRow)> = bundled::names()
         .map(|name| {
             let text = bundled::find(name).expect("listed");
             let row = scenario::parse(text, &format!("bundled:{name}"))
