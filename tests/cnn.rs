@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir};
+use common::{
+    assert_listed_with_panels, assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
+};
 
 /// A small CNN recovery scenario (use with --synthetic --scale 0.02). The
 /// criterion is loose so that the stand-in converges in a few dozen
@@ -134,23 +136,15 @@ fn cnn_results_are_byte_identical_on_one_and_two_threads() {
 #[test]
 fn bundled_cnn_scenarios_are_listed_with_their_panels() {
     let dir = tmpdir("cnn-list");
-    let o = scarsim(&dir, &["list"]);
-    assert!(o.status.success());
-    let out = String::from_utf8_lossy(&o.stdout);
-    for (name, panel) in [
-        ("scar-partial-cnn-bylayer-mnist", "Fig. 6(d)"),
-        ("scar-priority-cnn-bylayer-mnist", "Fig. 7(d)"),
-        ("scar-partial-cnn-byshard-mnist", "Fig. 6(h)"),
-        ("scar-priority-cnn-byshard-mnist", "Fig. 7(h)"),
-    ] {
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"));
-        assert!(line.contains(panel), "{line}");
-        let o = scarsim(&dir, &["validate", name]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    assert_listed_with_panels(
+        &dir,
+        &[
+            ("scar-partial-cnn-bylayer-mnist", "Fig. 6(d)"),
+            ("scar-priority-cnn-bylayer-mnist", "Fig. 7(d)"),
+            ("scar-partial-cnn-byshard-mnist", "Fig. 6(h)"),
+            ("scar-priority-cnn-byshard-mnist", "Fig. 7(h)"),
+        ],
+    );
 }
 
 /// `validate` must fail with a message containing every needle.

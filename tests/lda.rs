@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{scarsim, stderr, tmpdir};
+use common::{assert_listed_with_panels, scarsim, stderr, tmpdir};
 
 /// A small LDA recovery scenario for the Reuters stand-in at `--scale 0.01`
 /// (216 documents, ~15,000 tokens). The criterion is scaled by the stand-in's
@@ -111,21 +111,15 @@ fn lda_scenario_runs_deterministically_and_partial_perturbs_less() {
 #[test]
 fn lda_scenarios_are_listed() {
     let dir = tmpdir("lda-list");
-    let o = scarsim(&dir, &["list"]);
-    assert!(o.status.success());
-    let out = String::from_utf8_lossy(&o.stdout);
-    for (name, panel) in [
-        ("scar-partial-lda-20news", "Fig. 6(c)"),
-        ("scar-priority-lda-20news", "Fig. 7(c)"),
-        ("scar-partial-lda-reuters", "Fig. 6(g)"),
-        ("scar-priority-lda-reuters", "Fig. 7(g)"),
-    ] {
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("{name} not listed: {out}"));
-        assert!(line.contains(panel) && !line.contains("INVALID"), "{line}");
-    }
+    assert_listed_with_panels(
+        &dir,
+        &[
+            ("scar-partial-lda-20news", "Fig. 6(c)"),
+            ("scar-priority-lda-20news", "Fig. 7(c)"),
+            ("scar-partial-lda-reuters", "Fig. 6(g)"),
+            ("scar-priority-lda-reuters", "Fig. 7(g)"),
+        ],
+    );
 }
 
 #[test]

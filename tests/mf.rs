@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir};
+use common::{
+    assert_listed_with_panels, assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
+};
 use indicatif::ProgressBar;
 use scarsim::data::archive::write_zip;
 use scarsim::data::{DataCache, DataOptions};
@@ -168,24 +170,15 @@ fn same_bytes_on_one_and_two_threads() {
 #[test]
 fn bundled_mf_scenarios_are_listed_with_their_panels() {
     let dir = tmpdir("mf-list");
-    let o = scarsim(&dir, &["list"]);
-    assert!(o.status.success());
-    let out = String::from_utf8_lossy(&o.stdout);
-    for (name, panel) in [
-        ("scar-partial-mf-movielens", "Fig. 6(b)"),
-        ("scar-priority-mf-movielens", "Fig. 7(b)"),
-        ("scar-partial-mf-jester", "Fig. 6(f)"),
-        ("scar-priority-mf-jester", "Fig. 7(f)"),
-    ] {
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"));
-        assert!(line.contains(panel), "{line}");
-    }
-    assert!(!out.contains("INVALID"), "{out}");
-    let o = scarsim(&dir, &["validate", "scar-priority-mf-jester"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_listed_with_panels(
+        &dir,
+        &[
+            ("scar-partial-mf-movielens", "Fig. 6(b)"),
+            ("scar-priority-mf-movielens", "Fig. 7(b)"),
+            ("scar-partial-mf-jester", "Fig. 6(f)"),
+            ("scar-priority-mf-jester", "Fig. 7(f)"),
+        ],
+    );
 }
 
 /// Runs `scenario` on `data_dir` and returns stderr; the run must fail

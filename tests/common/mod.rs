@@ -57,6 +57,24 @@ pub fn assert_same_bytes_on_one_and_two_threads(
     }
 }
 
+/// Asserts that `scarsim list` shows each bundled scenario with its paper
+/// panel (and none as INVALID), and that `validate` accepts each by name.
+pub fn assert_listed_with_panels(dir: &Path, panels: &[(&str, &str)]) {
+    let o = scarsim(dir, &["list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("INVALID"), "{out}");
+    for (name, panel) in panels {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"));
+        assert!(line.contains(panel), "{line}");
+        let o = scarsim(dir, &["validate", name]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
