@@ -255,7 +255,7 @@ struct Raw {
     name: Spanned<String>,
     title: String,
     paper: Option<String>,
-    #[serde(default = "default_trials")]
+    #[serde(default = "super::default_trials")]
     trials: Spanned<usize>,
     seed: u64,
     model: Option<Spanned<toml::Table>>,
@@ -266,10 +266,6 @@ struct Raw {
     failure: Option<Spanned<RawFailure>>,
     cost: Option<Spanned<RawCost>>,
     series: Option<Vec<Spanned<RawSeries>>>,
-}
-
-fn default_trials() -> Spanned<usize> {
-    Spanned::new(0..0, 100)
 }
 
 #[derive(Deserialize)]

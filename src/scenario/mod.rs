@@ -137,6 +137,12 @@ pub struct Origin {
     pub path: Option<PathBuf>,
 }
 
+/// The trial count when a scenario file gives none (the papers' 100 trials
+/// per point); serde's default for every kind's `trials` field.
+pub(crate) fn default_trials() -> toml::Spanned<usize> {
+    toml::Spanned::new(0..0, 100)
+}
+
 /// Reads and validates a scenario given as a path or a bundled name.
 pub fn load(arg: &str) -> Result<(Scenario, Origin, String)> {
     let path = Path::new(arg);

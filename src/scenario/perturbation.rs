@@ -237,10 +237,6 @@ pub struct PerturbationScenario {
     pub series: Vec<PerturbationSeries>,
 }
 
-fn default_trials() -> Spanned<usize> {
-    Spanned::new(0..0, 100)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -249,7 +245,7 @@ struct Raw {
     name: Spanned<String>,
     title: String,
     paper: Option<String>,
-    #[serde(default = "default_trials")]
+    #[serde(default = "super::default_trials")]
     trials: Spanned<usize>,
     seed: u64,
     model: Spanned<toml::Table>,

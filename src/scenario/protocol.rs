@@ -212,10 +212,6 @@ impl ProtocolScenario {
     }
 }
 
-fn default_trials() -> Spanned<usize> {
-    Spanned::new(0..0, 100)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -224,7 +220,7 @@ struct Raw {
     name: Spanned<String>,
     title: String,
     paper: Option<String>,
-    #[serde(default = "default_trials")]
+    #[serde(default = "super::default_trials")]
     trials: Spanned<usize>,
     seed: u64,
     cluster: RawCluster,

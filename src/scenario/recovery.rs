@@ -249,10 +249,6 @@ impl Serialize for Convergence {
     }
 }
 
-fn default_trials() -> Spanned<usize> {
-    Spanned::new(0..0, 100)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -261,7 +257,7 @@ struct Raw {
     name: Spanned<String>,
     title: String,
     paper: Option<String>,
-    #[serde(default = "default_trials")]
+    #[serde(default = "super::default_trials")]
     trials: Spanned<usize>,
     seed: u64,
     #[serde(default)]
