@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// unperturbed run (same results, slower; for benchmarking).
     #[arg(long, hide = true)]
     pub rerun: bool,
+    /// Run every trial even when another trial of the run has exactly the
+    /// same inputs (same results, slower; for benchmarking and testing).
+    #[arg(long, hide = true)]
+    pub no_sharing: bool,
 }
 
 /// Options of `scarsim plot`.

@@ -76,6 +76,7 @@ fn run(args: RunArgs) -> Result<()> {
         } else {
             ForkMode::Fork
         },
+        share_identical_trials: !args.no_sharing,
     };
     // Validate everything before running anything.
     let mut loaded = Vec::new();

@@ -316,6 +316,7 @@ fn run_one(
         out_dir: opts.out_dir.clone(),
         threads: opts.threads,
         fork_mode: ForkMode::Fork,
+        share_identical_trials: true,
     };
     let units = experiment::unit_count(&sc) as u64;
     let bar = progress(name, units);

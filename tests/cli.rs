@@ -137,6 +137,66 @@ fn rerunning_the_prefix_gives_the_same_results_as_forking() {
 }
 
 #[test]
+fn sharing_identical_trials_gives_the_same_results_as_running_each() {
+    // Full recovery at every lost fraction, and partial recovery of a failure
+    // that loses every block, are computed once per failure iteration.
+    let dir = tmpdir("share");
+    let scenario = small_recovery("share", 12).replace(
+        "lost_fraction = [0.25, 0.75]",
+        "lost_fraction = [0.25, 0.75, 1.0]",
+    );
+    assert!(scenario.contains("1.0]"), "{scenario}");
+    std::fs::write(dir.join("partial.toml"), scenario).unwrap();
+    // Full checkpoints are shared across selectors; a partial `random`
+    // checkpoint draws from its own trial's stream and is never shared (with
+    // every block lost, trials failing at the same T differ only there).
+    let priority = small_recovery("share-priority", 12)
+        .replace("lost = { fraction = 0.5 }", "lost = { fraction = 1.0 }")
+        .replace("[checkpoint]", "[checkpoint]\nselector = \"priority\"")
+        .replace(
+            "[sweep]\nlost_fraction = [0.25, 0.75]",
+            "[sweep]\ncheckpoint_fraction = [1.0, 0.25]",
+        )
+        .replace(
+            "name = \"full\"\nrecovery = \"full\"",
+            "name = \"random\"\nselector = \"random\"\nrecovery = \"partial\"",
+        );
+    assert!(
+        priority.contains("checkpoint_fraction") && priority.contains("fraction = 1.0 }"),
+        "{priority}"
+    );
+    std::fs::write(dir.join("priority.toml"), priority).unwrap();
+    for (extra, out) in [(None, "shared"), (Some("--no-sharing"), "each")] {
+        let mut args = vec![
+            "run",
+            "partial.toml",
+            "priority.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--quiet",
+            "--no-plot",
+        ];
+        args.extend(extra);
+        let o = scarsim(&dir, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for file in [
+        "share/trials.csv",
+        "share/summary.csv",
+        "share-priority/trials.csv",
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join("shared").join(file)).unwrap(),
+            std::fs::read_to_string(dir.join("each").join(file)).unwrap(),
+            "{file}"
+        );
+    }
+}
+
+#[test]
 fn list_and_validate_bundled_scenarios() {
     let dir = tmpdir("list");
     let o = scarsim(&dir, &["list"]);

@@ -17,10 +17,13 @@ use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_cohort};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::policy::{FailureTime, LossSpec, Placement};
+use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream, stream_key};
-use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
+use crate::scenario::{
+    DataOrderMode, RecoveryScenario,
+    recovery::{Point, PointConfig},
+};
 use crate::stats::Summary;
 use crate::theory::{PredictionAccuracy, RecoveryPredictor};
 
@@ -189,14 +192,48 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             })
             .collect();
         let (mine, todo) = self.driver.assign(&costs);
+        let blocks = model.block_count();
+        // Every unit's random draws, then one representative per set of units
+        // with the same `TrialKey`: only representatives are run.
+        let prepared: Vec<Option<Prepared>> = {
+            let mut v: Vec<Option<Prepared>> = (0..units.len()).map(|_| None).collect();
+            for &u in &todo {
+                let (pi, t) = units[u];
+                let b = &baselines[baseline_index(t)];
+                v[u] = Some(prepare(b, &points[pi], sc.ps_nodes, blocks, seed, t));
+            }
+            v
+        };
+        let prep = |u: usize| prepared[u].as_ref().expect("prepared every unit to run");
+        let key = |u: usize| {
+            let (pi, t) = units[u];
+            TrialKey::new(baseline_index(t), t, &points[pi].config, prep(u), blocks)
+        };
+        // followers[r] = the units that share representative r's outcome.
+        let mut followers: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
+        let mut representatives: Vec<usize> = Vec::new();
+        if self.opts.share_identical_trials {
+            let mut keys: Vec<(TrialKey<'_>, usize)> = Vec::new();
+            for &u in &todo {
+                let k = key(u);
+                match keys.iter().find(|(other, _)| *other == k) {
+                    Some(&(_, r)) => followers[r].push(u),
+                    None => {
+                        keys.push((k, u));
+                        representatives.push(u);
+                    }
+                }
+            }
+        } else {
+            representatives = todo.clone();
+        }
         // Cohorts: runs of units that fork from the same unperturbed run.
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
-        for &u in &todo {
+        for &u in &representatives {
             groups[baseline_index(units[u].1)].push(u);
         }
         let size = model.cohort_size().max(1);
         let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
-        let blocks = model.block_count();
         let driver = self.driver;
         let stop = || driver.cancelled();
         let done: Vec<Vec<(usize, serde_json::Value)>> = cohorts
@@ -208,17 +245,9 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                         return Ok(Vec::new());
                     }
                     let baseline = &baselines[baseline_index(units[cohort[0]].1)];
-                    let prepared: Vec<Prepared> = cohort
-                        .iter()
-                        .map(|&u| {
-                            let (pi, t) = units[u];
-                            prepare(baseline, &points[pi], sc.ps_nodes, blocks, seed, t)
-                        })
-                        .collect();
                     let setups = cohort
                         .iter()
-                        .zip(&prepared)
-                        .map(|(&u, p)| p.setup(&points[units[u].0], seed, units[u].1))
+                        .map(|&u| prep(u).setup(&points[units[u].0], seed, units[u].1))
                         .collect();
                     let Some(outcomes) = run_cohort(
                         model,
@@ -231,11 +260,17 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                     ) else {
                         return Ok(Vec::new());
                     };
-                    let records = cohort
-                        .iter()
-                        .zip(outcomes)
-                        .map(|(&u, o)| Ok((u, serde_json::to_value(o)?)))
-                        .collect::<Result<Vec<_>>>()?;
+                    let mut records = Vec::with_capacity(cohort.len());
+                    for (&u, o) in cohort.iter().zip(outcomes) {
+                        for &f in &followers[u] {
+                            let shared = TrialOutcome {
+                                lost_blocks: prep(f).lost.len(),
+                                ..o
+                            };
+                            records.push((f, serde_json::to_value(shared)?));
+                        }
+                        records.push((u, serde_json::to_value(o)?));
+                    }
                     driver.finished(&records)?;
                     Ok(records)
                 },
@@ -341,6 +376,71 @@ fn failure_iteration<S>(baseline: &Baseline<S>, point: &Point, seed: u64, t: usi
             &mut stream(seed, Purpose::FailureTime, t as u64, 0),
         )
         .expect("checked before the trials started")
+}
+
+/// Everything a trial's outcome depends on besides the number of blocks it
+/// lost: two units with equal keys give the same [`TrialOutcome`] up to
+/// `lost_blocks`, so one is run and the other shares its result.
+///
+/// After recovery a trial is deterministic: it steps with the unperturbed
+/// run's data order (`run_seed`, [`IterCtx`](crate::model::IterCtx)) from the
+/// recovered state. That state is x(T) with some blocks replaced from the
+/// running checkpoint, so it is fixed by the unperturbed run, T, the
+/// checkpoint and the restored blocks. Full recovery restores every block,
+/// and so does partial recovery of a failure that lost every block; a full
+/// checkpoint (r = 1) does not depend on the selector; only the `random`
+/// selector of a partial checkpoint draws from the trial's own stream.
+/// Under geometric T with a shared data order, many trials of the full
+/// recovery series fail at the same T and are computed once.
+#[derive(Debug, PartialEq)]
+struct TrialKey<'a> {
+    baseline: usize,
+    failure_iteration: usize,
+    checkpoint: CheckpointKey,
+    /// `None`: every block is restored.
+    restored: Option<&'a [usize]>,
+}
+
+/// The running checkpoint at the failure, as far as it matters (see [`TrialKey`]).
+#[derive(Debug, PartialEq)]
+enum CheckpointKey {
+    /// r = 1: x(last checkpoint before T), whatever the selector.
+    Full { last: usize },
+    /// r < 1: the policy, and the trial whose stream a `random` selector draws from.
+    Partial {
+        policy: CheckpointPolicy,
+        random_stream: Option<usize>,
+    },
+}
+
+impl<'a> TrialKey<'a> {
+    fn new(
+        baseline: usize,
+        trial: usize,
+        config: &PointConfig,
+        prepared: &'a Prepared,
+        blocks: usize,
+    ) -> TrialKey<'a> {
+        let t = prepared.failure_iteration;
+        let policy = config.checkpoint;
+        let checkpoint = if policy.is_full() {
+            CheckpointKey::Full {
+                last: policy.last_before(t),
+            }
+        } else {
+            CheckpointKey::Partial {
+                policy,
+                random_stream: (policy.selector == Selector::Random).then_some(trial),
+            }
+        };
+        let restores_all = config.recovery == RecoveryPolicy::Full || prepared.lost.len() == blocks;
+        TrialKey {
+            baseline,
+            failure_iteration: t,
+            checkpoint,
+            restored: (!restores_all).then_some(prepared.lost.as_slice()),
+        }
+    }
 }
 
 /// The random draws of trial `t` at one point: failure time and lost blocks.
