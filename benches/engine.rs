@@ -105,6 +105,7 @@ fn trials(c: &mut Criterion) {
             out_dir: std::env::temp_dir(),
             threads: 1,
             fork_mode: mode,
+            share_identical_trials: true,
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -121,5 +122,42 @@ fn trials(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, mlr_iteration, trials);
+/// Trials with identical inputs computed once and shared, against running
+/// every trial: the full MF lost-fraction sweep (full recovery at five lost
+/// fractions shares one trial per failure iteration).
+fn shared_trials(c: &mut Criterion) {
+    let text = scenario::bundled::find("scar-partial-mf-movielens").unwrap();
+    let mut sc = scenario::parse(text, "bench").unwrap();
+    sc.override_trials_and_seed(Some(10), None).unwrap();
+    let cache = DataCache::new();
+    let mut g = c.benchmark_group("mf_partial_sweep_10_trials_scale_0.25");
+    g.sample_size(10);
+    for (name, share) in [("shared", true), ("each", false)] {
+        let opts = RunOptions {
+            data: DataOptions {
+                data_dir: "data".into(),
+                synthetic: true,
+                synthetic_scale: 0.25,
+            },
+            out_dir: std::env::temp_dir(),
+            threads: 1,
+            fork_mode: ForkMode::Fork,
+            share_identical_trials: share,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    black_box(experiment::run(&sc, &opts, &cache, &ProgressBar::hidden()).unwrap())
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, mlr_iteration, trials, shared_trials);
 criterion_main!(benches);

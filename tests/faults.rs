@@ -9,7 +9,9 @@ use common::{scarsim, stderr, tmpdir};
 use scarsim::cluster::sim::ScriptedDelays;
 use scarsim::faults::daly::{self, simulate_checkpoint_restart};
 use scarsim::faults::overhead::{IterationCosts, IterationFailure, run_iterations};
-use scarsim::faults::{CheckpointCost, Outage, PsRun, PsSetup, Strategy, run_ps};
+use scarsim::faults::{
+    CheckpointCost, Outage, PsRun, PsSetup, Replication, RestoreFrom, Strategy, run_ps,
+};
 use scarsim::model::gradient::{GradientDraw, GradientInfo, GradientModel};
 use scarsim::model::{IterCtx, Model, ModelInfo};
 use scarsim::policy::{CheckpointPolicy, RecoveryPolicy, Selector};
@@ -191,6 +193,7 @@ fn stateless_ps_queues_through_the_outage_and_applies_the_queue() {
     let s = Strategy::StatelessPs {
         damping_threshold: 1,
         damped_learning_rate: 0.5,
+        restore_from: RestoreFrom::Checkpoint,
     };
     let r = run(s, 1, sync_ck(), &KILL);
     let v = |x: f64| -2.0 * x;
@@ -206,6 +209,32 @@ fn stateless_ps_queues_through_the_outage_and_applies_the_queue() {
 }
 
 #[test]
+fn stateless_ps_restored_from_the_workers_loses_nothing() {
+    // As above, but the returning PS takes the worker's copy (4, pulled at 4)
+    // instead of the checkpoint (2): the curve is 4 + the queue: 5 at 5 and
+    // 6; restored at 7 to 4 + 0.5·2 = 5, then 7 → 6, …, 10 → 9. No rework.
+    let s = Strategy::StatelessPs {
+        damping_threshold: 1,
+        damped_learning_rate: 0.5,
+        restore_from: RestoreFrom::Workers,
+    };
+    let r = run(s, 1, sync_ck(), &KILL);
+    let v = |x: f64| -2.0 * x;
+    assert_eq!(
+        loss(&r),
+        [0., 1., 2., 3., 4., 5., 5., 6., 7., 8., 9.].map(v).to_vec()
+    );
+    assert_eq!((r.queued, r.discarded, r.applied), (2, 0, 10));
+    let i = r.incidents[0];
+    assert_eq!(
+        (i.recovered, i.restored_blocks, i.queued_applied),
+        (7.0, 2, 2)
+    );
+    assert_eq!(r.split.rework, 0.0);
+    assert_eq!(r.split.restart, 2.5);
+}
+
+#[test]
 fn chain_replication_fails_over_without_loss() {
     // Chain of 2: node 0 (head) dies at 4.5; node 1 holds the same values
     // (4) and takes over at 5 after detection. The push arriving at 5 during
@@ -213,6 +242,7 @@ fn chain_replication_fails_over_without_loss() {
     let s = Strategy::ChainReplication {
         chain: 2,
         hop_time: 0.0,
+        replicate: Replication::EveryUpdate,
     };
     let r = run(s, 1, sync_ck(), &KILL);
     let v = |x: f64| -2.0 * x;
@@ -244,12 +274,38 @@ fn chain_replication_fails_over_without_loss() {
 }
 
 #[test]
+fn chain_fed_by_checkpoints_resumes_from_the_last_one() {
+    // Cao et al.'s chain: node 1 holds only the checkpoint of 2.5 (value 2).
+    // Head dies at 4.5; the push at 5 is lost; at 5 (detection) node 1 takes
+    // over with 2, both blocks restored; the worker pulls 2 at 5 and pushes
+    // at 6 … 10 (3 … 7). No replication wait: 1 s per update before the kill.
+    let s = Strategy::ChainReplication {
+        chain: 2,
+        hop_time: 0.0,
+        replicate: Replication::Checkpoint,
+    };
+    let r = run(s, 1, sync_ck(), &KILL);
+    let v = |x: f64| -2.0 * x;
+    assert_eq!(
+        loss(&r),
+        [0., 1., 2., 3., 4., 2., 3., 4., 5., 6., 7.].map(v).to_vec()
+    );
+    assert_eq!((r.applied, r.discarded), (9, 1));
+    let i = r.incidents[0];
+    assert_eq!((i.recovered, i.lost, i.restored_blocks), (5.0, false, 2));
+    // Both blocks lose the 2 s since the checkpoint; unavailable 4.5..5.
+    assert_eq!(r.split.rework, 2.0);
+    assert_eq!(r.split.restart, 0.5);
+}
+
+#[test]
 fn chain_replication_pays_the_replication_on_every_update() {
     // Chain of 3, 0.25 s per hop: each update is acknowledged 0.5 s after it
     // is applied, so the worker's cycle is 1.5 s: updates at 1, 2.5, 4, 5.5, 7, 8.5, 10.
     let s = Strategy::ChainReplication {
         chain: 3,
         hop_time: 0.25,
+        replicate: Replication::EveryUpdate,
     };
     let r = run(s, 1, sync_ck(), &[]);
     assert_eq!(r.applied, 7);
@@ -702,6 +758,30 @@ fn bad_faults_scenarios_are_rejected_with_the_line() {
         (
             small_wallclock("[[series]]\nstrategy = \"scar\"\nfraction = 1.5\n"),
             vec!["series.fraction", "outside (0, 1]"],
+        ),
+        (
+            small_wallclock(
+                "[[series]]\nstrategy = \"chain-replication\"\nreplicate = \"gossip\"\n",
+            ),
+            vec![
+                "series.replicate",
+                "unknown `gossip`",
+                "every-update or checkpoint",
+            ],
+        ),
+        (
+            small_wallclock(
+                "[[series]]\nstrategy = \"chain-replication\"\nreplicate = \"checkpoint\"\nhop_time = 0.1\n",
+            ),
+            vec!["series.hop_time", "every-update"],
+        ),
+        (
+            small_wallclock("[[series]]\nstrategy = \"stateless-ps\"\nrestore_from = \"disk\"\n"),
+            vec!["series.restore_from", "checkpoint or workers"],
+        ),
+        (
+            small_wallclock("[[series]]\nstrategy = \"scar\"\nrestore_from = \"workers\"\n"),
+            vec!["series.restore_from", "does not apply to strategy `scar`"],
         ),
     ];
     for (i, (text, needles)) in cases.iter().enumerate() {

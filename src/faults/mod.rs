@@ -19,4 +19,4 @@ pub mod ps;
 
 pub use daly::TimeSplit;
 pub use failures::{FailureProcess, Outage};
-pub use ps::{CheckpointCost, PsRun, PsSetup, Strategy, run_ps};
+pub use ps::{CheckpointCost, PsRun, PsSetup, Replication, RestoreFrom, Strategy, run_ps};

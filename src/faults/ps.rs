@@ -24,16 +24,22 @@
 //! - `scar`: partial recovery (only the lost blocks are restored) from a running
 //!   checkpoint fed by prioritized partial checkpoints (a fraction r of the
 //!   blocks that moved most, every r·interval seconds).
-//! - `chain-replication`: every update waits for the chain's replication
-//!   (`(chain − 1)·hop_time`) before the worker is acknowledged; when a head
-//!   fails the next live node takes over after the detection delay with the
-//!   same parameters (pushes during the takeover are lost); only a failure of
-//!   the whole chain loses the shard (then it is restored from the checkpoint).
+//! - `chain-replication`: each shard on a chain of nodes; when a head fails
+//!   the next live node takes over after the detection delay (pushes during
+//!   the takeover are lost); only a failure of the whole chain loses the shard
+//!   (then it is restored from the checkpoint). What the successor holds
+//!   depends on [`Replication`]: with `every-update` (chain replication
+//!   proper) every update waits for the chain's replication
+//!   (`(chain − 1)·hop_time`) before the worker is acknowledged, and the
+//!   successor has the same parameters; with `checkpoint` (Cao et al.'s
+//!   setup, whose chain "restarts from old checkpoints") the chain receives
+//!   only the checkpoints, and the successor resumes the shard from the last one.
 //! - `stateless-ps`: while the PS is unavailable workers keep computing
 //!   gradients on the parameters they last pulled and queue them; the PS,
-//!   restored from its checkpoint (every block rolls back), applies the
-//!   queue's sum with η, or with the damped rate when more than Q were queued
-//!   (the reference implementation: 10 and 1e-5).
+//!   restored from its checkpoint (every block rolls back) or, with
+//!   [`RestoreFrom::Workers`], from the freshest copy a worker holds, applies
+//!   the queue's sum with η, or with the damped rate when more than Q were
+//!   queued (the reference implementation: 10 and 1e-5).
 //!
 //! What the curves show during an outage: the parameters the PS will resume
 //! from (the rollback target, plus the queue for the stateless PS), so a
@@ -63,8 +69,12 @@ pub enum Strategy {
     ChainReplication {
         /// n: nodes per chain.
         chain: usize,
-        /// Time of one replication hop (an update waits (n − 1) hops).
+        /// Time of one replication hop (an update waits (n − 1) hops;
+        /// `every-update` replication only).
         hop_time: f64,
+        /// What the chain's other nodes receive.
+        #[serde(default)]
+        replicate: Replication,
     },
     /// Workers keep computing through an outage; the PS applies the queue on return.
     StatelessPs {
@@ -72,7 +82,59 @@ pub enum Strategy {
         damping_threshold: usize,
         /// Learning rate applied to the queue's sum when more than Q were queued.
         damped_learning_rate: f64,
+        /// Where the returning PS gets its parameters before applying the queue.
+        #[serde(default)]
+        restore_from: RestoreFrom,
     },
+}
+
+/// Where the stateless PS's parameters come from when it returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreFrom {
+    /// Its last checkpoint: every block rolls back, then the queue is applied.
+    #[default]
+    Checkpoint,
+    /// The freshest copy a worker holds (the parameters of the last pull before
+    /// the outage): nothing rolls back. The PS keeps no state of its own that
+    /// the workers cannot give back, which is what makes it *stateless*; Cao et
+    /// al. report that only checkpointing and chain replication "suffer
+    /// setbacks in accuracy due to restarting from old checkpoints".
+    Workers,
+}
+
+impl RestoreFrom {
+    /// The name used in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            RestoreFrom::Checkpoint => "checkpoint",
+            RestoreFrom::Workers => "workers",
+        }
+    }
+}
+
+/// What a chain's successor nodes hold (`chain-replication`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replication {
+    /// Every update is applied down the chain before it is acknowledged:
+    /// a takeover loses nothing (van Renesse and Schneider's chain replication).
+    #[default]
+    EveryUpdate,
+    /// Only the checkpoints are copied down the chain: a takeover resumes the
+    /// shard from the last checkpoint (Cao et al. 2024: chain replication
+    /// "suffers setbacks in accuracy due to restarting from old checkpoints").
+    Checkpoint,
+}
+
+impl Replication {
+    /// The name used in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            Replication::EveryUpdate => "every-update",
+            Replication::Checkpoint => "checkpoint",
+        }
+    }
 }
 
 impl Strategy {
@@ -92,6 +154,29 @@ impl Strategy {
             Strategy::ChainReplication { chain, .. } => *chain,
             _ => 1,
         }
+    }
+
+    /// Whether a takeover by a chain's successor rolls the shard back to its
+    /// last checkpoint.
+    fn failover_rolls_back(&self) -> bool {
+        matches!(
+            self,
+            Strategy::ChainReplication {
+                replicate: Replication::Checkpoint,
+                ..
+            }
+        )
+    }
+
+    /// Whether a recovery takes every block from the workers' freshest copy.
+    fn restores_from_workers(&self) -> bool {
+        matches!(
+            self,
+            Strategy::StatelessPs {
+                restore_from: RestoreFrom::Workers,
+                ..
+            }
+        )
     }
 
     /// Whether a recovery rolls every block back (not only the lost ones).
@@ -264,6 +349,8 @@ struct Sim<'a, M: GradientModel> {
     block_len: usize,
     params: Vec<f32>,
     held: Vec<Vec<f32>>,
+    /// The worker whose copy was pulled last.
+    freshest: usize,
     grad: Vec<f32>,
     scratch: Vec<f32>,
     /// In-memory checkpoint cache (what priority selection compares against).
@@ -312,6 +399,7 @@ pub fn run_ps<M: GradientModel>(
         s: setup,
         block_len,
         held: vec![params.clone(); setup.workers],
+        freshest: 0,
         grad: vec![0.0; dim],
         scratch: vec![0.0; dim],
         cache: params.clone(),
@@ -403,6 +491,7 @@ impl<M: GradientModel> Sim<'_, M> {
             Strategy::StatelessPs {
                 damping_threshold,
                 damped_learning_rate,
+                ..
             } if n > damping_threshold as u64 => damped_learning_rate as f32,
             _ => self.s.eta as f32,
         }
@@ -411,19 +500,23 @@ impl<M: GradientModel> Sim<'_, M> {
     /// The parameters a recovery completed now would give (the PS parameters
     /// when nothing is lost) into `self.scratch`.
     fn recoverable(&mut self) {
+        let rolls_back = self.s.strategy.failover_rolls_back();
         let lost: Vec<usize> = (0..self.shards.len())
-            .filter(|&s| {
-                matches!(
-                    self.shards[s],
-                    ShardState::Lost { .. } | ShardState::Restoring
-                )
+            .filter(|&s| match self.shards[s] {
+                ShardState::Lost { .. } | ShardState::Restoring => true,
+                ShardState::FailingOver => rolls_back,
+                ShardState::Serving => false,
             })
             .collect();
         let mut out = std::mem::take(&mut self.scratch);
         if lost.is_empty() {
             out.copy_from_slice(&self.params);
         } else if self.s.strategy.global_rollback() {
-            out.copy_from_slice(&self.committed);
+            if self.s.strategy.restores_from_workers() {
+                out.copy_from_slice(&self.held[self.freshest]);
+            } else {
+                out.copy_from_slice(&self.committed);
+            }
             if self.queue_len > 0 {
                 let r = self.queue_rate(self.queue_len);
                 for (w, g) in out.iter_mut().zip(&self.queue_sum) {
@@ -458,6 +551,7 @@ impl<M: GradientModel> Sim<'_, M> {
     fn start(&mut self, w: usize, t: f64, delays: &mut dyn DelaySource, pull: bool) {
         if pull {
             self.held[w].copy_from_slice(&self.params);
+            self.freshest = w;
         }
         self.idle[w] = false;
         self.draw_of[w] = self.next_draw;
@@ -548,8 +642,13 @@ impl<M: GradientModel> Sim<'_, M> {
                 if self.shard_incident[shard] == incident
                     && self.shards[shard] == ShardState::FailingOver
                 {
-                    self.shards[shard] = ShardState::Serving;
-                    self.out.incidents[incident].recovered = t;
+                    if self.s.strategy.failover_rolls_back() {
+                        // The successor holds the shard's last checkpoint.
+                        self.restore(t, shard, incident);
+                    } else {
+                        self.shards[shard] = ShardState::Serving;
+                        self.out.incidents[incident].recovered = t;
+                    }
                     self.after_recovery(t, delays);
                 }
             }
@@ -586,7 +685,11 @@ impl<M: GradientModel> Sim<'_, M> {
             }
             self.out.applied += 1;
             let ack = match self.s.strategy {
-                Strategy::ChainReplication { chain, hop_time } => (chain - 1) as f64 * hop_time,
+                Strategy::ChainReplication {
+                    chain,
+                    hop_time,
+                    replicate: Replication::EveryUpdate,
+                } => (chain - 1) as f64 * hop_time,
                 _ => 0.0,
             };
             if ack > 0.0 {
@@ -796,10 +899,16 @@ impl<M: GradientModel> Sim<'_, M> {
                 self.out.incidents[incident].recovered = t;
                 return;
             }
-            for b in 0..n {
-                age += self.lost_age(b, failed);
+            if self.s.strategy.restores_from_workers() {
+                // Nothing is lost: the freshest pull holds every update applied
+                // before the outage (each push is followed by its pull).
+                self.params.copy_from_slice(&self.held[self.freshest]);
+            } else {
+                for b in 0..n {
+                    age += self.lost_age(b, failed);
+                }
+                self.params.copy_from_slice(&self.committed);
             }
-            self.params.copy_from_slice(&self.committed);
             restored = n;
         } else {
             for b in 0..n {

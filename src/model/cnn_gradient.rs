@@ -141,6 +141,15 @@ impl GradientModel for CnnGradient {
     fn loss(&self, params: &[f32], ws: &mut CnnWorkspace) -> f64 {
         self.cnn.subset_loss(params, ws)
     }
+
+    fn accuracy(&self, params: &[f32], ws: &mut CnnWorkspace) -> Option<f64> {
+        Some(self.cnn.subset_loss_and_accuracy(params, ws).1)
+    }
+
+    fn loss_and_accuracy(&self, params: &[f32], ws: &mut CnnWorkspace) -> (f64, Option<f64>) {
+        let (loss, accuracy) = self.cnn.subset_loss_and_accuracy(params, ws);
+        (loss, Some(accuracy))
+    }
 }
 
 #[cfg(test)]
@@ -248,6 +257,15 @@ mod tests {
         }
         let l1 = m.loss(&w, &mut ws);
         assert!(l1 < 0.7 * l0, "{l0} -> {l1}");
+        // Accuracy on the same subsample: from one forward pass, the loss
+        // identical to `loss`, and well above chance after training.
+        let (l2, acc) = m.loss_and_accuracy(&w, &mut ws);
+        assert_eq!(l2, l1);
+        let acc = acc.expect("the CNN classifies");
+        assert_eq!(m.accuracy(&w, &mut ws), Some(acc));
+        assert!(acc > 0.3 && acc <= 1.0, "{acc}");
+        let (_, acc0) = m.loss_and_accuracy(&m.init_params(), &mut ws);
+        assert!(acc0.unwrap() < acc, "{acc0:?} -> {acc}");
         assert_eq!(m.info().parameters, 44_426);
         assert!(m.info().loss.contains("200 training images"));
     }

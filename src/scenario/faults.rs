@@ -56,8 +56,8 @@
 //! spot = 0.03
 //!
 //! [[series]]
-//! strategy = "checkpoint-restart"  # | scar {fraction} | chain-replication {chain, hop_time}
-//!                                  # | stateless-ps {damping_threshold, damped_learning_rate}
+//! strategy = "checkpoint-restart"  # | scar {fraction} | chain-replication {chain, hop_time, replicate}
+//!                                  # | stateless-ps {damping_threshold, damped_learning_rate, restore_from}
 //! ```
 
 use anyhow::Result;
@@ -68,7 +68,7 @@ use super::protocol::{RawDelay, parse_delay};
 use super::{Meta, SourceText, check_name};
 use crate::cluster::Delay;
 use crate::faults::failures::{FailureProcess, read_trace};
-use crate::faults::{CheckpointCost, Strategy};
+use crate::faults::{CheckpointCost, Replication, RestoreFrom, Strategy};
 use crate::model::ModelSpec;
 use crate::model::gradient::GradientSpec;
 use crate::policy::{CheckpointPolicy, RecoveryPolicy, Selector};
@@ -375,6 +375,8 @@ struct RawSeries {
     fraction: Option<f64>,
     chain: Option<usize>,
     hop_time: Option<f64>,
+    replicate: Option<String>,
+    restore_from: Option<String>,
     damping_threshold: Option<usize>,
     damped_learning_rate: Option<f64>,
     persist: Option<String>,
@@ -460,15 +462,18 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
         return Err(src.error_at(
             span,
             "model",
-            "[wallclock] needs a [model] table (kind = \"mlr\")",
+            "[wallclock] needs a [model] table (kind = \"mlr\" or \"cnn\")",
         ));
     };
     let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
-    if !matches!(spec, GradientSpec::Registry(ModelSpec::Mlr { .. })) {
+    if !matches!(
+        spec,
+        GradientSpec::Registry(ModelSpec::Mlr { .. } | ModelSpec::Cnn { .. })
+    ) {
         return Err(src.error_at(
             model.span(),
             "model.kind",
-            "[wallclock] trains `mlr` (a model with gradients and blocks)",
+            "[wallclock] trains `mlr` or `cnn` (a classifier with gradients and blocks)",
         ));
     }
     if r.workers.is_empty() || r.workers.iter().any(|&p| p == 0 || p > 10_000) {
@@ -568,6 +573,8 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
                 ("fraction", r.fraction.is_some()),
                 ("chain", r.chain.is_some()),
                 ("hop_time", r.hop_time.is_some()),
+                ("replicate", r.replicate.is_some()),
+                ("restore_from", r.restore_from.is_some()),
                 ("damping_threshold", r.damping_threshold.is_some()),
                 ("damped_learning_rate", r.damped_learning_rate.is_some()),
             ] {
@@ -594,13 +601,30 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
                 Strategy::Scar { fraction: f }
             }
             "chain-replication" => {
-                only(&["chain", "hop_time"])?;
+                only(&["chain", "hop_time", "replicate"])?;
                 let chain = r.chain.unwrap_or(3);
                 if !(1..=100).contains(&chain) {
                     return Err(at("series.chain", format!("{chain} is outside 1..=100")));
                 }
+                let replicate = match r.replicate.as_deref() {
+                    None | Some("every-update") => Replication::EveryUpdate,
+                    Some("checkpoint") => Replication::Checkpoint,
+                    Some(other) => {
+                        return Err(at(
+                            "series.replicate",
+                            format!("unknown `{other}`; expected every-update or checkpoint"),
+                        ));
+                    }
+                };
+                if replicate == Replication::Checkpoint && r.hop_time.is_some() {
+                    return Err(at(
+                        "series.hop_time",
+                        "applies to replicate = \"every-update\" only (with \"checkpoint\" the chain is fed by the checkpoint writes)".into(),
+                    ));
+                }
                 Strategy::ChainReplication {
                     chain,
+                    replicate,
                     hop_time: non_negative(
                         src,
                         s.clone(),
@@ -610,8 +634,19 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
                 }
             }
             "stateless-ps" => {
-                only(&["damping_threshold", "damped_learning_rate"])?;
+                only(&["damping_threshold", "damped_learning_rate", "restore_from"])?;
+                let restore_from = match r.restore_from.as_deref() {
+                    None | Some("checkpoint") => RestoreFrom::Checkpoint,
+                    Some("workers") => RestoreFrom::Workers,
+                    Some(other) => {
+                        return Err(at(
+                            "series.restore_from",
+                            format!("unknown `{other}`; expected checkpoint or workers"),
+                        ));
+                    }
+                };
                 Strategy::StatelessPs {
+                    restore_from,
                     damping_threshold: r.damping_threshold.unwrap_or(10),
                     damped_learning_rate: non_negative(
                         src,

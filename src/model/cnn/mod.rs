@@ -376,6 +376,21 @@ impl Cnn {
         total / self.eval_y.len() as f64
     }
 
+    /// [`Cnn::subset_loss`] and the classification accuracy over the same
+    /// subset, from one forward pass.
+    pub fn subset_loss_and_accuracy(&self, w: &[f32], ws: &mut CnnWorkspace) -> (f64, f64) {
+        let cap = ws.net.capacity();
+        let f = self.data.features;
+        let (mut total, mut correct) = (0.0, 0);
+        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
+            ws.net.forward_from(w, xs, ys.len());
+            total += ws.net.loss(ys.len(), ys);
+            correct += ws.net.correct(ys.len(), ys);
+        }
+        let n = self.eval_y.len() as f64;
+        (total / n, correct as f64 / n)
+    }
+
     /// One Adam update of every block from the gradient `g`, each block with
     /// its own step counter (see the module documentation).
     fn adam(&self, state: &mut CnnState, g: &[f32]) {

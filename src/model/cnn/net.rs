@@ -314,6 +314,25 @@ impl<T: Scalar> Net<T> {
         softmax_cross_entropy(&self.logits, n, self.arch.classes, labels, T::one(), None)
     }
 
+    /// How many of the last forward pass's `n` images are classified as
+    /// `labels` says (arg-max logit; ties to the lower class).
+    pub fn correct(&self, n: usize, labels: &[u8]) -> usize {
+        let k = self.arch.classes;
+        self.logits[..n * k]
+            .chunks_exact(k)
+            .zip(labels)
+            .filter(|(row, y)| {
+                let mut best = 0;
+                for (c, v) in row.iter().enumerate() {
+                    if *v > row[best] {
+                        best = c;
+                    }
+                }
+                best == usize::from(**y)
+            })
+            .count()
+    }
+
     /// Forward and backward pass: writes the gradient of the *mean*
     /// cross-entropy over the `n` images into `grad` (same layout as `w`)
     /// and returns the summed cross-entropy.
