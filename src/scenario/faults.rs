@@ -20,7 +20,7 @@
 //! trials = 20
 //! seed = 2024
 //!
-//! [model]                          # [wallclock]: kind = "mlr"
+//! [model]                          # [wallclock]: kind = "mlr" or "cnn" (SGD step = learning_rate)
 //! kind = "mlr"
 //! dataset = "mnist"
 //! batch_size = 32

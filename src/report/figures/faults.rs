@@ -68,6 +68,113 @@ impl Layout for Faults {
             other => anyhow::bail!("unknown faults measure {other:?} in the manifest"),
         }
     }
+
+    fn findings(&self, r: &Results) -> Result<Vec<String>> {
+        match r.manifest["details"]["measure"].as_str() {
+            Some("wallclock") => wallclock_findings(r),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Per worker count: each strategy's accuracy at the last grid time
+/// before the first failure, right after its recovery (with CI) and at the
+/// horizon, so that "kept improving through the outage", "leads right after
+/// the recovery" and "final accuracies converge" can be read off.
+fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
+    let curves = read(r, "curves.csv")?;
+    let summary = read(r, "summary.csv")?;
+    let Some(inc) = read(r, "incidents.csv").ok().filter(|t| !t.rows.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let failed = {
+        let fc = col(&inc, "failed")?;
+        inc.rows
+            .iter()
+            .map(|row| num(&row[fc]))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let acc = col(&curves, "accuracy_mean")?;
+    let use_acc = curves.rows.iter().any(|row| num(&row[acc]).is_finite());
+    if !use_acc {
+        // summary.csv reports the value after the recovery for accuracy only.
+        return Ok(Vec::new());
+    }
+    let what = "accuracy";
+    let (gs, gw, gf, gt) = (
+        col(&curves, "series")?,
+        col(&curves, "workers")?,
+        col(&curves, "failures")?,
+        col(&curves, "time")?,
+    );
+    let gm = col(&curves, &format!("{what}_mean"))?;
+    let (ss, sw, sf) = (
+        col(&summary, "series")?,
+        col(&summary, "workers")?,
+        col(&summary, "failures")?,
+    );
+    let after = col(&summary, &format!("{what}_after_recovery"))?;
+    let (alo, ahi) = (
+        col(&summary, &format!("{what}_after_recovery_ci95_low"))?,
+        col(&summary, &format!("{what}_after_recovery_ci95_high"))?,
+    );
+    let rt = col(&summary, "recovery_time")?;
+    let fin = col(&summary, &format!("final_{what}"))?;
+    let mut workers: Vec<String> = Vec::new();
+    for row in &summary.rows {
+        if !workers.contains(&row[sw]) {
+            workers.push(row[sw].clone());
+        }
+    }
+    let mut out = Vec::new();
+    for p in &workers {
+        let mut parts = Vec::new();
+        let mut finals = Vec::new();
+        let mut final_off = Vec::new();
+        for row in summary.rows.iter().filter(|row| row[sw] == *p) {
+            if row[sf] != "on" {
+                final_off.push(num(&row[fin]));
+                continue;
+            }
+            let name = &row[ss];
+            let at_kill = curves
+                .rows
+                .iter()
+                .filter(|c| c[gs] == *name && c[gw] == *p && c[gf] == "on" && num(&c[gt]) <= failed)
+                .max_by(|a, b| num(&a[gt]).total_cmp(&num(&b[gt])))
+                .map_or(f64::NAN, |c| num(&c[gm]));
+            finals.push(num(&row[fin]));
+            parts.push(format!(
+                "{name} {at_kill:.3} at the failure → {:.3} [{:.3}, {:.3}] after its recovery                  (first grid time after {:.2} s) → {:.3} at the horizon",
+                num(&row[after]),
+                num(&row[alo]),
+                num(&row[ahi]),
+                num(&row[rt]),
+                num(&row[fin]),
+            ));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        let range = |v: &[f64]| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{lo:.3}–{hi:.3}")
+        };
+        let mut line = format!(
+            "`{}`, P = {p}, {what} (failure at {failed} s): {}. At the horizon the strategies \
+             span {} with the failure",
+            r.name(),
+            parts.join("; "),
+            range(&finals)
+        );
+        if !final_off.is_empty() {
+            line.push_str(&format!(" and {} without it", range(&final_off)));
+        }
+        line.push('.');
+        out.push(line);
+    }
+    Ok(out)
 }
 
 fn wallclock(r: &Results) -> Result<Chart> {
