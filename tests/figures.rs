@@ -314,7 +314,7 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
         "`dutta-error-runtime-mlr`: error floor",
         // The PS-kill scenario's accuracy at the failure, after recovery, at the end.
         "`cao-ps-kill`, P = 1, accuracy (failure at 10 s): checkpoint-restart",
-        "after its recovery (first grid time after 15.50 s)",
+        "right after its recovery (first grid time after 15.50 s)",
         "stateless-ps ",
     ] {
         assert!(report.contains(finding), "REPORT.md lacks {finding:?}");

@@ -78,7 +78,7 @@ impl Layout for Faults {
 }
 
 /// Per worker count: each strategy's accuracy at the last grid time
-/// before the first failure, right after its recovery (with CI) and at the
+/// strictly before the first failure, right after its recovery (with CI) and at the
 /// horizon, so that "kept improving through the outage", "leads right after
 /// the recovery" and "final accuracies converge" can be read off.
 fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
@@ -140,12 +140,13 @@ fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
             let at_kill = curves
                 .rows
                 .iter()
-                .filter(|c| c[gs] == *name && c[gw] == *p && c[gf] == "on" && num(&c[gt]) <= failed)
+                .filter(|c| c[gs] == *name && c[gw] == *p && c[gf] == "on" && num(&c[gt]) < failed)
                 .max_by(|a, b| num(&a[gt]).total_cmp(&num(&b[gt])))
                 .map_or(f64::NAN, |c| num(&c[gm]));
             finals.push(num(&row[fin]));
             parts.push(format!(
-                "{name} {at_kill:.3} at the failure → {:.3} [{:.3}, {:.3}] after its recovery                  (first grid time after {:.2} s) → {:.3} at the horizon",
+                "{name} {at_kill:.3} just before the failure → {:.3} [{:.3}, {:.3}] right after \
+                 its recovery (first grid time after {:.2} s) → {:.3} at the horizon",
                 num(&row[after]),
                 num(&row[alo]),
                 num(&row[ahi]),
