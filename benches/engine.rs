@@ -82,6 +82,21 @@ fn mlr_iteration(c: &mut Criterion) {
     g.finish();
 }
 
+/// Options for a one-thread run on the stand-ins at `scale`.
+fn stand_in_options(scale: f64, fork_mode: ForkMode, share_identical_trials: bool) -> RunOptions {
+    RunOptions {
+        data: DataOptions {
+            data_dir: "data".into(),
+            synthetic: true,
+            synthetic_scale: scale,
+        },
+        out_dir: std::env::temp_dir(),
+        threads: 1,
+        fork_mode,
+        share_identical_trials,
+    }
+}
+
 fn trials(c: &mut Criterion) {
     let text = scenario::bundled::find("scar-partial-mlr-mnist").unwrap();
     let mut sc = scenario::parse(text, "bench").unwrap();
@@ -96,17 +111,7 @@ fn trials(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(16));
     for (name, mode) in [("fork", ForkMode::Fork), ("rerun", ForkMode::Rerun)] {
-        let opts = RunOptions {
-            data: DataOptions {
-                data_dir: "data".into(),
-                synthetic: true,
-                synthetic_scale: 0.1,
-            },
-            out_dir: std::env::temp_dir(),
-            threads: 1,
-            fork_mode: mode,
-            share_identical_trials: true,
-        };
+        let opts = stand_in_options(0.1, mode, true);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -133,17 +138,7 @@ fn shared_trials(c: &mut Criterion) {
     let mut g = c.benchmark_group("mf_partial_sweep_10_trials_scale_0.25");
     g.sample_size(10);
     for (name, share) in [("shared", true), ("each", false)] {
-        let opts = RunOptions {
-            data: DataOptions {
-                data_dir: "data".into(),
-                synthetic: true,
-                synthetic_scale: 0.25,
-            },
-            out_dir: std::env::temp_dir(),
-            threads: 1,
-            fork_mode: ForkMode::Fork,
-            share_identical_trials: share,
-        };
+        let opts = stand_in_options(0.25, ForkMode::Fork, share);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
