@@ -104,6 +104,14 @@ pub enum RestoreFrom {
 }
 
 impl RestoreFrom {
+    /// Every value, in the order error messages list them.
+    pub const ALL: [RestoreFrom; 2] = [RestoreFrom::Checkpoint, RestoreFrom::Workers];
+
+    /// The value a scenario names `name`, if any.
+    pub fn parse(name: &str) -> Option<RestoreFrom> {
+        RestoreFrom::ALL.into_iter().find(|v| v.name() == name)
+    }
+
     /// The name used in scenarios.
     pub fn name(self) -> &'static str {
         match self {
@@ -128,6 +136,14 @@ pub enum Replication {
 }
 
 impl Replication {
+    /// Every value, in the order error messages list them.
+    pub const ALL: [Replication; 2] = [Replication::EveryUpdate, Replication::Checkpoint];
+
+    /// The value a scenario names `name`, if any.
+    pub fn parse(name: &str) -> Option<Replication> {
+        Replication::ALL.into_iter().find(|v| v.name() == name)
+    }
+
     /// The name used in scenarios.
     pub fn name(self) -> &'static str {
         match self {

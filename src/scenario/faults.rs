@@ -607,14 +607,13 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
                     return Err(at("series.chain", format!("{chain} is outside 1..=100")));
                 }
                 let replicate = match r.replicate.as_deref() {
-                    None | Some("every-update") => Replication::EveryUpdate,
-                    Some("checkpoint") => Replication::Checkpoint,
-                    Some(other) => {
-                        return Err(at(
+                    None => Replication::default(),
+                    Some(name) => Replication::parse(name).ok_or_else(|| {
+                        at(
                             "series.replicate",
-                            format!("unknown `{other}`; expected every-update or checkpoint"),
-                        ));
-                    }
+                            format!("unknown `{name}`; expected every-update or checkpoint"),
+                        )
+                    })?,
                 };
                 if replicate == Replication::Checkpoint && r.hop_time.is_some() {
                     return Err(at(
@@ -636,14 +635,13 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
             "stateless-ps" => {
                 only(&["damping_threshold", "damped_learning_rate", "restore_from"])?;
                 let restore_from = match r.restore_from.as_deref() {
-                    None | Some("checkpoint") => RestoreFrom::Checkpoint,
-                    Some("workers") => RestoreFrom::Workers,
-                    Some(other) => {
-                        return Err(at(
+                    None => RestoreFrom::default(),
+                    Some(name) => RestoreFrom::parse(name).ok_or_else(|| {
+                        at(
                             "series.restore_from",
-                            format!("unknown `{other}`; expected checkpoint or workers"),
-                        ));
-                    }
+                            format!("unknown `{name}`; expected checkpoint or workers"),
+                        )
+                    })?,
                 };
                 Strategy::StatelessPs {
                     restore_from,
