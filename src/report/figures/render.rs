@@ -691,8 +691,11 @@ pub fn tick_label(v: f64) -> String {
     }
     let digits = (4 - 1 - v.abs().log10().floor() as i32).clamp(0, 10) as usize;
     let s = format!("{v:.digits$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    if !s.contains('.') {
+        // No decimals to trim: 230810 must keep its zeros.
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -716,6 +719,8 @@ mod tests {
         assert_eq!(tick_label(2.50000001), "2.5");
         assert_eq!(tick_label(-1.0), "-1");
         assert_eq!(tick_label(1234.6), "1235");
+        assert_eq!(tick_label(230810.24), "230810");
+        assert_eq!(tick_label(1500.25), "1500");
         assert_eq!(axis_label(0.125, true), "1/8");
         assert_eq!(axis_label(0.75, true), "3/4");
         assert_eq!(axis_label(0.5, true), "1/2");
