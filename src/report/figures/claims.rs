@@ -107,6 +107,32 @@ pub fn paired_reduction(new: &[(u64, f64)], old: &[(u64, f64)]) -> Option<Estima
     })
 }
 
+/// Mean paired difference `mean(aᵢ − bᵢ)` over trials paired by index
+/// (common random numbers: trial `t` of both series saw the same failure),
+/// with the paired t interval `d̄ ± t₀.₉₇₅,ₙ₋₁ · sd(d)/√n`. Pairing removes
+/// the failure-to-failure variance both series share, so a difference can be
+/// significant while the two series' own CIs overlap. `None` when fewer than
+/// two trials pair up.
+pub fn paired_difference(a: &[(u64, f64)], b: &[(u64, f64)]) -> Option<Estimate> {
+    let d: Vec<f64> = a
+        .iter()
+        .filter_map(|(t, x)| b.iter().find(|(u, _)| u == t).map(|(_, y)| x - y))
+        .collect();
+    let n = d.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t_quantile_975(n - 1) * var.sqrt() / (n as f64).sqrt();
+    Some(Estimate {
+        value: mean,
+        lo: mean - half,
+        hi: mean + half,
+        n,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +167,32 @@ mod tests {
         let new = trials(&[1.0, 0.0, 0.0]);
         assert_eq!(paired_reduction(&new, &old), None);
         assert_eq!(paired_reduction(&trials(&[1.0]), &trials(&[2.0])), None);
+    }
+
+    #[test]
+    fn paired_difference_removes_the_shared_variance() {
+        // b = a + 1 exactly: the difference is −1 with no spread, although
+        // each series alone varies widely.
+        let a = trials(&[0.0, 10.0, 3.0, 7.0]);
+        let b = trials(&[1.0, 11.0, 4.0, 8.0]);
+        let e = paired_difference(&a, &b).unwrap();
+        assert_eq!((e.value, e.lo, e.hi, e.n), (-1.0, -1.0, -1.0, 4));
+        // d = (1, −1, 1, −1): mean 0, sd 2/√3, half = t(3) · sd / 2.
+        let e = paired_difference(&trials(&[1.0, 0.0, 1.0, 0.0]), &trials(&[0.0; 4])).unwrap();
+        let e2 = paired_difference(
+            &trials(&[2.0, 0.0, 2.0, 0.0]),
+            &trials(&[1.0, 1.0, 1.0, 1.0]),
+        )
+        .unwrap();
+        assert!((e2.value - 0.0).abs() < 1e-12);
+        let half = crate::stats::t_quantile_975(3) * (4.0f64 / 3.0).sqrt() / 2.0;
+        assert!((e2.hi - half).abs() < 1e-12, "{e2:?}");
+        assert!((e.value - 0.5).abs() < 1e-12);
+        // Trials pair by index, not by position.
+        let shifted = vec![(1, 5.0), (0, 2.0)];
+        let e = paired_difference(&shifted, &[(0, 1.0), (1, 1.0)]).unwrap();
+        assert!((e.value - 2.5).abs() < 1e-12);
+        assert!(paired_difference(&[(0, 1.0)], &[(0, 2.0)]).is_none());
     }
 
     #[test]

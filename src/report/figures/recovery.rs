@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::chart::{Axis, Chart, Colour, Point, Series, Style};
-use super::claims::{Claim, paired_reduction};
+use super::claims::{Claim, Estimate, paired_difference, paired_reduction};
 use super::paper::parse_panel;
 use super::render::tick_label;
 use super::results::{Results, SummaryRow};
@@ -135,6 +135,106 @@ impl Layout for PriorityCheckpoint {
             paper_range: range,
             detail: format!("{traditional} {}; {priority} {}", mean_ci(b), mean_ci(a)),
         }])
+    }
+
+    /// SCAR §5.4's other claim: at r = 1/8 priority needs less rework than
+    /// round-robin and random. Each comparison is a paired difference over
+    /// the trials (every selector saw the same failures), with the mean
+    /// perturbation ‖δ‖ each selector left behind — what the priority
+    /// selector minimises (§4.2) and Theorem 1 bounds the rework by.
+    fn findings(&self, r: &Results) -> Result<Vec<String>> {
+        let rows = r.rows()?;
+        let fraction = PRIORITY_CLAIM.0;
+        let partial = |r: &Results, s: &str| {
+            !r.is_reference(s) && r.series_value(s, "recovery").as_deref() == Some("partial")
+        };
+        let Some(priority) = find_series(r, &rows, |r, s| {
+            partial(r, s) && r.series_value(s, "selector").as_deref() == Some("priority")
+        }) else {
+            return Ok(Vec::new());
+        };
+        let others: Vec<String> = r
+            .series_names()?
+            .into_iter()
+            .filter(|s| {
+                partial(r, s)
+                    && r.series_value(s, "selector").as_deref() != Some("priority")
+                    && row_at(&rows, s, fraction).is_some()
+            })
+            .collect();
+        if others.is_empty() || row_at(&rows, &priority, fraction).is_none() {
+            return Ok(Vec::new());
+        }
+        let rework = r.trial_values(&priority, fraction, "rework_iterations")?;
+        let mut comparisons = Vec::new();
+        for other in &others {
+            let theirs = r.trial_values(other, fraction, "rework_iterations")?;
+            if let Some(d) = paired_difference(&rework, &theirs) {
+                comparisons.push(format!(
+                    "{priority} − {other} {} ({})",
+                    estimate(&d),
+                    ordering(&d, &priority)
+                ));
+            }
+        }
+        if comparisons.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut text = format!(
+            "`{}` at r = 1/{} (rework iterations, paired over the trials): {}.",
+            r.name(),
+            tick_label(1.0 / fraction),
+            comparisons.join("; ")
+        );
+        // Older results folders may lack the column; the comparison stands without it.
+        let norms: Vec<(String, f64)> = std::iter::once(&priority)
+            .chain(&others)
+            .filter_map(|s| {
+                let v = r.trial_values(s, fraction, "perturbation_norm").ok()?;
+                (!v.is_empty()).then(|| {
+                    (
+                        s.clone(),
+                        v.iter().map(|p| p.1).sum::<f64>() / v.len() as f64,
+                    )
+                })
+            })
+            .collect();
+        if norms.len() == others.len() + 1 {
+            let smallest = norms
+                .iter()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|n| n.0.as_str());
+            let list: Vec<String> = norms
+                .iter()
+                .map(|(s, v)| format!("{s} {}", tick_label(*v)))
+                .collect();
+            text.push_str(&format!(
+                " Mean perturbation ‖δ‖ after recovery: {} ({}).",
+                list.join(", "),
+                if smallest == Some(priority.as_str()) {
+                    "priority leaves the smallest, as §4.2 intends".to_string()
+                } else {
+                    format!("{} leaves the smallest", smallest.unwrap_or("?"))
+                }
+            ));
+        }
+        Ok(vec![text])
+    }
+}
+
+/// "−0.67 [−0.91, −0.43]".
+fn estimate(e: &Estimate) -> String {
+    format!("{:.2} [{:.2}, {:.2}]", e.value, e.lo, e.hi)
+}
+
+/// Which way a paired difference (`first` − other) points at 95%.
+fn ordering(d: &Estimate, first: &str) -> String {
+    if d.hi < 0.0 {
+        format!("{first} lower")
+    } else if d.lo > 0.0 {
+        format!("{first} higher")
+    } else {
+        "no significant difference".to_string()
     }
 }
 
@@ -463,6 +563,40 @@ mod tests {
         assert_eq!(claims[0].paper_range, (78.0, 95.0));
         let m = claims[0].measured.unwrap();
         assert!((m.value - 90.0).abs() < 1e-9, "0.5 vs 5: {}", m.value);
+        // Paired: priority − random = (−4, −4, −2, −4) at 1/8; the reference is not compared.
+        let found = layout.findings(&r).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("priority − random -3.50 [")
+                && found[0].contains("(priority lower)")
+                && !found[0].contains("traditional"),
+            "{}",
+            found[0]
+        );
+        // This fixture has no perturbation_norm column: no norms are claimed.
+        assert!(!found[0].contains("‖δ‖"), "{}", found[0]);
+    }
+
+    #[test]
+    fn priority_findings_say_when_the_selectors_do_not_differ() {
+        let same: &[f64] = &[1.0, 3.0, 2.0, 2.0];
+        let r = results(
+            "checkpoint_fraction",
+            &[
+                ("priority", 0.125, "partial", "priority", same),
+                ("round", 0.125, "partial", "round", &[2.0, 2.0, 2.0, 2.0]),
+                ("random", 0.125, "partial", "random", &[0.0, 1.0, 1.0, 1.0]),
+            ],
+            "",
+        );
+        let found = layout_for(&r).findings(&r).unwrap();
+        assert!(
+            found[0].contains("priority − round 0.00 [")
+                && found[0].contains("(no significant difference)")
+                && found[0].contains("priority − random 1.25 [0.45, 2.05] (priority higher)"),
+            "{}",
+            found[0]
+        );
     }
 
     #[test]
