@@ -142,6 +142,11 @@ pub struct ReproduceArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Keep the scenarios already finished in --out with the same inputs
+    /// (program version, scenario, trials, seed, data), finish interrupted
+    /// ones from their journal, run the rest; then draw and report them all.
+    #[arg(long)]
+    pub resume: bool,
     /// No progress bars or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,

@@ -221,6 +221,7 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         trials: args.trials,
         scale: args.scale,
         threads,
+        resume: args.resume,
     };
     let quiet = args.quiet;
     let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
@@ -401,6 +402,7 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
         seconds: shards.iter().map(|s| s.1.wall_time_seconds).sum::<f64>()
             + started.elapsed().as_secs_f64(),
         units_computed: names.len(),
+        fingerprint: &first.fingerprint,
         extra: serde_json::json!({
             "merged_shards": shards.iter().map(|s| s.0.display().to_string()).collect::<Vec<_>>(),
             "shard_wall_time_seconds": shards.iter().map(|s| s.1.wall_time_seconds).collect::<Vec<_>>(),

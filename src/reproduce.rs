@@ -47,6 +47,10 @@ pub struct ReproduceOptions {
     pub scale: Option<f64>,
     /// Worker threads.
     pub threads: usize,
+    /// Keep scenarios whose results folder is complete and was made from the
+    /// same inputs (manifest fingerprint); finish interrupted ones from their
+    /// journal; run the rest.
+    pub resume: bool,
 }
 
 impl ReproduceOptions {
@@ -77,6 +81,9 @@ impl ReproduceOptions {
         }
         if let Some(f) = self.scale {
             write!(s, " --scale {f}").expect("write to String");
+        }
+        if self.resume {
+            s.push_str(" --resume");
         }
         write!(
             s,
@@ -319,9 +326,29 @@ fn run_one(
         share_identical_trials: true,
     };
     let units = experiment::unit_count(&sc) as u64;
+    if opts.resume {
+        match kept_results(&sc, &run_opts) {
+            Ok(Some(r)) => {
+                log(&format!(
+                    "{name}: kept the finished results in {} (same inputs; --resume)",
+                    r.dir.display()
+                ));
+                return Entry {
+                    name: name.to_string(),
+                    paper,
+                    choice: Some(choice),
+                    results: Ok(r),
+                    figure_error: None,
+                };
+            }
+            Ok(None) => {}
+            Err(e) => log(&format!("{name}: running again: {e:#}")),
+        }
+    }
     let bar = progress(name, units);
-    let outcome =
-        pool.install(|| experiment::run_and_write(&sc, &origin, &text, &run_opts, cache, &bar));
+    let outcome = pool.install(|| {
+        experiment::run_and_write(&sc, &origin, &text, &run_opts, cache, &bar, opts.resume)
+    });
     bar.finish_and_clear();
     let results = outcome.and_then(|dir| Results::load(&dir));
     match results {
@@ -344,6 +371,39 @@ fn run_one(
             failed(paper, Some(choice), e)
         }
     }
+}
+
+/// The finished results of `sc` in its folder under `run_opts.out_dir`, if
+/// they were made from the same inputs: the manifest's fingerprint (program
+/// version, resolved scenario with its trial count and seed, real data or
+/// stand-in and scale) equals this run's and every file it lists is there.
+/// `None` when there is no finished folder; an error says why a folder that
+/// is there cannot be kept.
+fn kept_results(sc: &Scenario, run_opts: &RunOptions) -> Result<Option<Results>> {
+    let dir = run_opts.out_dir.join(&sc.meta().name);
+    let path = dir.join("manifest.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let want = experiment::fingerprint(sc, &run_opts.data)?;
+    if manifest["fingerprint"].as_str() != Some(want.as_str()) {
+        bail!(
+            "{} was made from other inputs (program version, scenario, trials, seed or data differ)",
+            dir.display()
+        );
+    }
+    let files = manifest["files"].as_array().into_iter().flatten();
+    for f in files {
+        let f = dir.join(f.as_str().unwrap_or_default());
+        if !f.is_file() {
+            bail!("{} is missing", f.display());
+        }
+    }
+    Results::load(&dir).map(Some)
 }
 
 /// A path relative to the report's folder, with `/` separators, for links.
@@ -601,6 +661,7 @@ mod tests {
             trials: None,
             scale: None,
             threads: 1,
+            resume: false,
         };
         assert_eq!(o.trials(), Some(QUICK_TRIALS));
         assert_eq!(o.scale(), QUICK_SCALE);
@@ -615,6 +676,8 @@ mod tests {
             o.command_line(),
             "scarsim reproduce --trials 3 --scale 0.02 --data-dir data --out out"
         );
+        o.resume = true;
+        assert!(o.command_line().contains(" --resume "));
     }
 
     #[test]

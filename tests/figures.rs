@@ -384,4 +384,63 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     let report = std::fs::read_to_string(dir.join("syn/REPORT.md")).unwrap();
     assert!(report.contains("`--synthetic` was given"));
     assert!(!report.contains("## Failed scenarios"));
+    // --resume after mending the data: the finished scenarios are kept as
+    // they are (their manifests, with this run's wall time, are untouched),
+    // the failed one runs, and the report covers all of them.
+    std::fs::remove_dir_all(dir.join("data/covtype")).unwrap();
+    let kept = dir.join("rep/scar-partial-mlr-mnist/manifest.json");
+    let before = std::fs::read(&kept).unwrap();
+    let quick = [
+        "reproduce",
+        "--quick",
+        "--trials",
+        "2",
+        "--scale",
+        "0.02",
+        "--out",
+        "rep",
+    ];
+    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("scar-partial-mlr-mnist: kept the finished results"),
+        "{err}"
+    );
+    assert!(
+        err.contains("scar-partial-mlr-covtype: synthetic stand-in at scale 0.02"),
+        "{err}"
+    );
+    assert!(!err.contains("scar-partial-mlr-covtype: kept"), "{err}");
+    assert_eq!(std::fs::read(&kept).unwrap(), before, "not recomputed");
+    let report = std::fs::read_to_string(dir.join("rep/REPORT.md")).unwrap();
+    assert!(!report.contains("## Failed scenarios"), "{report}");
+    assert!(report.contains("`scar-partial-mlr-covtype`"));
+    // A folder made from other inputs (here: a manifest whose fingerprint
+    // differs, as after a change of trials, seed, data or version) is run again.
+    let text = String::from_utf8(before).unwrap();
+    let fingerprint = |t: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(t).unwrap();
+        v["fingerprint"].as_str().unwrap().to_string()
+    };
+    let original = fingerprint(&text);
+    let changed = text.replace(&original, "not-this-run");
+    std::fs::write(&kept, &changed).unwrap();
+    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("scar-partial-mlr-mnist: running again:") && err.contains("other inputs"),
+        "{err}"
+    );
+    assert!(
+        err.contains("scar-partial-mlr-covtype: kept the finished results"),
+        "{err}"
+    );
+    let rerun = std::fs::read_to_string(&kept).unwrap();
+    assert_eq!(
+        fingerprint(&rerun),
+        original,
+        "the rerun writes this run's fingerprint"
+    );
 }

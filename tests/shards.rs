@@ -74,6 +74,15 @@ fn three_shards_merge_into_the_bytes_of_one_run() {
         ],
     );
     same_outputs(&dir.join("whole/sh"), &dir.join("merged/sh"));
+    // The merged manifest names the same inputs (`reproduce --resume` keeps it).
+    let fingerprint = |d: &str| {
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(d)).unwrap()).unwrap();
+        m["fingerprint"].as_str().unwrap().to_string()
+    };
+    let whole = fingerprint("whole/sh/manifest.json");
+    assert!(!whole.is_empty());
+    assert_eq!(fingerprint("merged/sh/manifest.json"), whole);
 }
 
 #[test]

@@ -197,6 +197,7 @@ pub fn execute(
                 threads: opts.threads,
                 seconds,
                 units_computed: raw.records.len().saturating_sub(resumed_count),
+                fingerprint: &header.fingerprint,
                 extra: serde_json::Value::Null,
             };
             super::write_outcome(&dir, scenario, &outcome, &facts)?;
@@ -206,8 +207,9 @@ pub fn execute(
     }
 }
 
-/// Runs every unit of `scenario` and writes its results folder (no shard, no
-/// resume). Returns the folder.
+/// Runs every unit of `scenario` and writes its results folder (no shard).
+/// With `resume`, units already in the journal of an interrupted run are
+/// kept. Returns the folder.
 pub fn run_and_write(
     scenario: &Scenario,
     origin: &Origin,
@@ -215,10 +217,11 @@ pub fn run_and_write(
     opts: &RunOptions,
     cache: &DataCache,
     progress: &ProgressBar,
+    resume: bool,
 ) -> Result<PathBuf> {
     let exec = Execution {
         shard: None,
-        resume: false,
+        resume,
         cancel: &super::units::CANCEL,
         log: &|_| {},
     };

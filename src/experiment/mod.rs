@@ -154,6 +154,8 @@ pub struct RunFacts<'a> {
     pub seconds: f64,
     /// Units computed by this process (excluding resumed or merged ones).
     pub units_computed: usize,
+    /// [`fingerprint`] of the scenario and data options the units ran with.
+    pub fingerprint: &'a str,
     /// Extra manifest fields (e.g. the shards a merge combined).
     pub extra: serde_json::Value,
 }
@@ -200,6 +202,7 @@ pub fn write_outcome(
         source: facts.origin.label.clone(),
         scenario: serde_json::to_value(scenario)?,
         scenario_toml: facts.text.to_string(),
+        fingerprint: facts.fingerprint.to_string(),
         seed: meta.seed,
         trials: meta.trials,
         data: outcome.data.clone(),

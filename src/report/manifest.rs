@@ -18,6 +18,10 @@ pub struct Manifest {
     pub scenario: serde_json::Value,
     /// The scenario file's text as read.
     pub scenario_toml: String,
+    /// Identity of the run's inputs (program version, resolved scenario,
+    /// stand-in or real data and scale): `reproduce --resume` keeps a
+    /// finished folder only when this matches.
+    pub fingerprint: String,
     /// The seed every random stream was derived from.
     pub seed: u64,
     /// Trials per point.
