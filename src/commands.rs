@@ -443,13 +443,19 @@ fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard
     let seconds = p.baseline_seconds + p.trial_seconds * share / opts.threads as f64;
     println!("scenario {}", sc.meta().name);
     println!("  units: {} ({} in this run)", names.len(), mine);
+    if p.shared_units > 0 {
+        println!(
+            "  identical trials: {} units take another unit's outcome instead of running (--no-sharing runs them)",
+            p.shared_units
+        );
+    }
     println!(
         "  unperturbed run: {} iterations in {:.1} s",
         p.baseline_iterations, p.baseline_seconds
     );
     println!(
         "  trial iterations (failure to the unperturbed convergence point, before rework): {:.0}",
-        p.unit_costs.iter().sum::<f64>() * share
+        p.trial_iterations * share
     );
     println!(
         "  estimated time on {} thread(s): {:.0} s ({:.1} min), plus the rework iterations",

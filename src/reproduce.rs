@@ -381,29 +381,24 @@ fn run_one(
 /// is there cannot be kept.
 fn kept_results(sc: &Scenario, run_opts: &RunOptions) -> Result<Option<Results>> {
     let dir = run_opts.out_dir.join(&sc.meta().name);
-    let path = dir.join("manifest.json");
-    if !path.is_file() {
+    if !dir.join("manifest.json").is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let manifest: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let r = Results::load(&dir)?;
     let want = experiment::fingerprint(sc, &run_opts.data)?;
-    if manifest["fingerprint"].as_str() != Some(want.as_str()) {
+    if r.manifest["fingerprint"].as_str() != Some(want.as_str()) {
         bail!(
             "{} was made from other inputs (program version, scenario, trials, seed or data differ)",
             dir.display()
         );
     }
-    let files = manifest["files"].as_array().into_iter().flatten();
-    for f in files {
+    for f in r.manifest["files"].as_array().into_iter().flatten() {
         let f = dir.join(f.as_str().unwrap_or_default());
         if !f.is_file() {
             bail!("{} is missing", f.display());
         }
     }
-    Results::load(&dir).map(Some)
+    Ok(Some(r))
 }
 
 /// A path relative to the report's folder, with `/` separators, for links.

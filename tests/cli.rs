@@ -194,6 +194,33 @@ fn sharing_identical_trials_gives_the_same_results_as_running_each() {
             "{file}"
         );
     }
+    // --plan counts only the trials that run.
+    let plan = |extra: Option<&str>| -> (String, f64) {
+        let mut args = vec![
+            "run",
+            "partial.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--plan",
+        ];
+        args.extend(extra);
+        let o = scarsim(&dir, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let iterations = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("trial iterations"))
+            .and_then(|l| l.rsplit(": ").next())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no trial iterations in {out}"));
+        (out, iterations)
+    };
+    let (shared, fewer) = plan(None);
+    let (each, all) = plan(Some("--no-sharing"));
+    assert!(shared.contains("identical trials: "), "{shared}");
+    assert!(!each.contains("identical trials"), "{each}");
+    assert!(fewer > 0.0 && fewer < all, "{fewer} vs {all}");
 }
 
 #[test]

@@ -240,6 +240,12 @@ pub struct Plan {
     pub baseline_iterations: usize,
     /// Seconds for the unperturbed run(s).
     pub baseline_seconds: f64,
+    /// Trial iterations the run computes (without rework): the sum of the
+    /// costs of the units that are run, not of those that take an identical
+    /// unit's outcome.
+    pub trial_iterations: f64,
+    /// Units that take an identical unit's outcome instead of running.
+    pub shared_units: usize,
     /// Single-thread seconds for all trial iterations (without rework).
     pub trial_seconds: f64,
     /// Estimated peak memory of the run.
@@ -280,6 +286,8 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
         baseline_iterations: 0,
         baseline_seconds: 0.0,
         trial_seconds: sample * costs.iter().sum::<f64>() / max,
+        trial_iterations: costs.iter().sum(),
+        shared_units: 0,
         memory_bytes: peak_memory_bytes().unwrap_or(0),
         unit_costs: costs,
     })

@@ -209,24 +209,11 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             let (pi, t) = units[u];
             TrialKey::new(baseline_index(t), t, &points[pi].config, prep(u), blocks)
         };
-        // followers[r] = the units that share representative r's outcome.
-        let mut followers: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
-        let mut representatives: Vec<usize> = Vec::new();
-        if self.opts.share_identical_trials {
-            let mut keys: Vec<(TrialKey<'_>, usize)> = Vec::new();
-            for &u in &todo {
-                let k = key(u);
-                match keys.iter().find(|(other, _)| *other == k) {
-                    Some(&(_, r)) => followers[r].push(u),
-                    None => {
-                        keys.push((k, u));
-                        representatives.push(u);
-                    }
-                }
-            }
+        let (representatives, followers) = if self.opts.share_identical_trials {
+            share_identical(&todo, units.len(), key)
         } else {
-            representatives = todo.clone();
-        }
+            (todo.clone(), vec![Vec::new(); units.len()])
+        };
         // Cohorts: runs of units that fork from the same unperturbed run.
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
         for &u in &representatives {
@@ -441,6 +428,30 @@ impl<'a> TrialKey<'a> {
             restored: (!restores_all).then_some(prepared.lost.as_slice()),
         }
     }
+}
+
+/// Groups `todo` by [`TrialKey`]: the first unit of each group is its
+/// representative (run); `followers[r]` are the units that take
+/// representative `r`'s outcome. `followers` has `units` entries.
+fn share_identical<'a>(
+    todo: &[usize],
+    units: usize,
+    key: impl Fn(usize) -> TrialKey<'a>,
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); units];
+    let mut representatives = Vec::new();
+    let mut keys: Vec<(TrialKey<'a>, usize)> = Vec::new();
+    for &u in todo {
+        let k = key(u);
+        match keys.iter().find(|(other, _)| *other == k) {
+            Some(&(_, r)) => followers[r].push(u),
+            None => {
+                keys.push((k, u));
+                representatives.push(u);
+            }
+        }
+    }
+    (representatives, followers)
 }
 
 /// The random draws of trial `t` at one point: failure time and lost blocks.
@@ -686,13 +697,46 @@ impl ModelVisitor for PlanVisitor<'_> {
         };
         let points = sc.points();
         check_failure_times(&points, std::slice::from_ref(&baseline))?;
-        let costs: Vec<f64> = units(sc)
+        let units = units(sc);
+        let costs: Vec<f64> = units
             .iter()
             .map(|&(p, t)| {
                 (baseline.iterations() - failure_iteration(&baseline, &points[p], sc.meta.seed, t)
                     + 1) as f64
             })
             .collect();
+        // What the run computes: units that share an outcome cost nothing
+        // beyond their representative's (with a per-trial data order this one
+        // unperturbed run stands in for each trial's). `costs` stays as the
+        // run's shard balancing sees it.
+        let mut computed = costs.clone();
+        let mut shared_units = 0;
+        if self.opts.share_identical_trials {
+            let blocks = model.block_count();
+            let prepared: Vec<Prepared> = units
+                .iter()
+                .map(|&(p, t)| prepare(&baseline, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t))
+                .collect();
+            let baseline_index = |t: usize| match sc.data_order {
+                DataOrderMode::Shared => 0,
+                DataOrderMode::PerTrial => t,
+            };
+            let all: Vec<usize> = (0..units.len()).collect();
+            let (_, followers) = share_identical(&all, units.len(), |u| {
+                let (p, t) = units[u];
+                TrialKey::new(
+                    baseline_index(t),
+                    t,
+                    &points[p].config,
+                    &prepared[u],
+                    blocks,
+                )
+            });
+            for f in followers.iter().flatten() {
+                computed[*f] = 0.0;
+                shared_units += 1;
+            }
+        }
         // One iteration of a full cohort, from the middle of the run.
         let after_baseline = super::current_memory_bytes().unwrap_or(0);
         let size = model.cohort_size().max(1).min(costs.len().max(1));
@@ -724,7 +768,9 @@ impl ModelVisitor for PlanVisitor<'_> {
             baseline_iterations: baseline.iterations(),
             baseline_seconds: one_baseline * runs as f64
                 / if runs > 1 { threads as f64 } else { 1.0 },
-            trial_seconds: costs.iter().sum::<f64>() * per_trial_iteration,
+            trial_seconds: computed.iter().sum::<f64>() * per_trial_iteration,
+            trial_iterations: computed.iter().sum(),
+            shared_units,
             memory_bytes: super::current_memory_bytes().unwrap_or(0)
                 + baseline_bytes * (runs as u64 - 1)
                 + cohort_bytes * threads.saturating_sub(1),

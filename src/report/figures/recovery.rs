@@ -106,11 +106,7 @@ impl Layout for PriorityCheckpoint {
 
     fn claims(&self, r: &Results) -> Result<Vec<Claim>> {
         let rows = r.rows()?;
-        let Some(priority) = find_series(r, &rows, |r, s| {
-            !r.is_reference(s)
-                && r.series_value(s, "selector").as_deref() == Some("priority")
-                && r.series_value(s, "recovery").as_deref() == Some("partial")
-        }) else {
+        let Some(priority) = find_series(r, &rows, |r, s| partial_with(r, s, true)) else {
             return Ok(Vec::new());
         };
         let Some(traditional) = find_series(r, &rows, |r, s| r.is_reference(s)) else {
@@ -145,22 +141,13 @@ impl Layout for PriorityCheckpoint {
     fn findings(&self, r: &Results) -> Result<Vec<String>> {
         let rows = r.rows()?;
         let fraction = PRIORITY_CLAIM.0;
-        let partial = |r: &Results, s: &str| {
-            !r.is_reference(s) && r.series_value(s, "recovery").as_deref() == Some("partial")
-        };
-        let Some(priority) = find_series(r, &rows, |r, s| {
-            partial(r, s) && r.series_value(s, "selector").as_deref() == Some("priority")
-        }) else {
+        let Some(priority) = find_series(r, &rows, |r, s| partial_with(r, s, true)) else {
             return Ok(Vec::new());
         };
         let others: Vec<String> = r
             .series_names()?
             .into_iter()
-            .filter(|s| {
-                partial(r, s)
-                    && r.series_value(s, "selector").as_deref() != Some("priority")
-                    && row_at(&rows, s, fraction).is_some()
-            })
+            .filter(|s| partial_with(r, s, false) && row_at(&rows, s, fraction).is_some())
             .collect();
         if others.is_empty() || row_at(&rows, &priority, fraction).is_none() {
             return Ok(Vec::new());
@@ -220,6 +207,14 @@ impl Layout for PriorityCheckpoint {
         }
         Ok(vec![text])
     }
+}
+
+/// Whether `series` is a swept (not reference) series with partial recovery
+/// whose selector is (`priority` = true) or is not (false) the priority one.
+fn partial_with(r: &Results, series: &str, priority: bool) -> bool {
+    !r.is_reference(series)
+        && r.series_value(series, "recovery").as_deref() == Some("partial")
+        && (r.series_value(series, "selector").as_deref() == Some("priority")) == priority
 }
 
 /// "−0.67 [−0.91, −0.43]".
