@@ -83,11 +83,17 @@ pub const TRIAL_COLUMNS: &[&str] = &[
 /// Seed of the data order of trial `trial` (all trials share trial 0's in
 /// `shared` mode).
 pub fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
-    let t = match scenario.data_order {
-        DataOrderMode::Shared => 0,
-        DataOrderMode::PerTrial => trial as u64,
-    };
+    let t = baseline_index(scenario, trial) as u64;
     stream_key(scenario.meta.seed, Purpose::DataOrder, t, 0)
+}
+
+/// Which unperturbed run trial `trial` forks from: the one shared run, or
+/// its own (`per-trial` data order).
+fn baseline_index(scenario: &RecoveryScenario, trial: usize) -> usize {
+    match scenario.data_order {
+        DataOrderMode::Shared => 0,
+        DataOrderMode::PerTrial => trial,
+    }
 }
 
 /// The units of a scenario in output order: (point index, trial).
@@ -173,10 +179,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 .map(|t| run_baseline(model, &convergence, run_seed(sc, t)))
                 .collect::<Result<_>>()?,
         };
-        let baseline_index = |t: usize| match sc.data_order {
-            DataOrderMode::Shared => 0,
-            DataOrderMode::PerTrial => t,
-        };
+        let baseline_index = |t: usize| baseline_index(sc, t);
         let points = sc.points();
         check_failure_times(&points, &baselines)?;
         let seed = sc.meta.seed;
@@ -717,15 +720,11 @@ impl ModelVisitor for PlanVisitor<'_> {
                 .iter()
                 .map(|&(p, t)| prepare(&baseline, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t))
                 .collect();
-            let baseline_index = |t: usize| match sc.data_order {
-                DataOrderMode::Shared => 0,
-                DataOrderMode::PerTrial => t,
-            };
             let all: Vec<usize> = (0..units.len()).collect();
             let (_, followers) = share_identical(&all, units.len(), |u| {
                 let (p, t) = units[u];
                 TrialKey::new(
-                    baseline_index(t),
+                    baseline_index(sc, t),
                     t,
                     &points[p].config,
                     &prepared[u],
