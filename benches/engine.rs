@@ -9,7 +9,8 @@
 
 use std::hint::black_box;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use indicatif::ProgressBar;
 use scarsim::data::{DataCache, DataOptions, synthetic};
 use scarsim::engine::ForkMode;
@@ -112,17 +113,7 @@ fn trials(c: &mut Criterion) {
     g.throughput(Throughput::Elements(16));
     for (name, mode) in [("fork", ForkMode::Fork), ("rerun", ForkMode::Rerun)] {
         let opts = stand_in_options(0.1, mode, true);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                pool.install(|| {
-                    black_box(experiment::run(&sc, &opts, &cache, &ProgressBar::hidden()).unwrap())
-                })
-            })
-        });
+        bench_one_thread(&mut g, name, &sc, &opts, &cache);
     }
     g.finish();
 }
@@ -139,19 +130,30 @@ fn shared_trials(c: &mut Criterion) {
     g.sample_size(10);
     for (name, share) in [("shared", true), ("each", false)] {
         let opts = stand_in_options(0.25, ForkMode::Fork, share);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                pool.install(|| {
-                    black_box(experiment::run(&sc, &opts, &cache, &ProgressBar::hidden()).unwrap())
-                })
-            })
-        });
+        bench_one_thread(&mut g, name, &sc, &opts, &cache);
     }
     g.finish();
+}
+
+/// Benchmarks one whole run of `sc` on a one-thread pool.
+fn bench_one_thread(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    sc: &scenario::Scenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+) {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            pool.install(|| {
+                black_box(experiment::run(sc, opts, cache, &ProgressBar::hidden()).unwrap())
+            })
+        })
+    });
 }
 
 criterion_group!(benches, mlr_iteration, trials, shared_trials);

@@ -327,19 +327,17 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     // A CoverType file that is present (so it is chosen) but broken.
     std::fs::create_dir_all(dir.join("data/covtype")).unwrap();
     std::fs::write(dir.join("data/covtype/covtype.data"), "not,numbers\n").unwrap();
-    let o = scarsim(
-        &dir,
-        &[
-            "reproduce",
-            "--quick",
-            "--trials",
-            "2",
-            "--scale",
-            "0.02",
-            "--out",
-            "rep",
-        ],
-    );
+    let quick = [
+        "reproduce",
+        "--quick",
+        "--trials",
+        "2",
+        "--scale",
+        "0.02",
+        "--out",
+        "rep",
+    ];
+    let o = scarsim(&dir, &quick);
     assert!(
         !o.status.success(),
         "a failed scenario makes the command fail"
@@ -390,16 +388,6 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     std::fs::remove_dir_all(dir.join("data/covtype")).unwrap();
     let kept = dir.join("rep/scar-partial-mlr-mnist/manifest.json");
     let before = std::fs::read(&kept).unwrap();
-    let quick = [
-        "reproduce",
-        "--quick",
-        "--trials",
-        "2",
-        "--scale",
-        "0.02",
-        "--out",
-        "rep",
-    ];
     let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
