@@ -14,6 +14,17 @@ use common::{scarsim, small_recovery, stderr, tmpdir};
 const SINGLE: (u32, u32) = (1000, 680);
 /// A 2×2 grid: panels of 620×470 under an 86-pixel title.
 const GRID_2X2: (u32, u32) = (2 * 620, 86 + 2 * 470);
+/// `reproduce` at CI size (2 trials, stand-ins at 2%) into `rep/`.
+const QUICK: [&str; 8] = [
+    "reproduce",
+    "--quick",
+    "--trials",
+    "2",
+    "--scale",
+    "0.02",
+    "--out",
+    "rep",
+];
 
 /// Decodes a PNG into (width, height, RGB bytes).
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
@@ -190,20 +201,7 @@ fn plot_rejects_what_is_not_a_results_folder() {
 #[test]
 fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
     let dir = tmpdir("fig-reproduce");
-    let o = scarsim(
-        &dir,
-        &[
-            "reproduce",
-            "--quick",
-            "--trials",
-            "2",
-            "--scale",
-            "0.02",
-            "--out",
-            "rep",
-            "--quiet",
-        ],
-    );
+    let o = scarsim(&dir, &[&QUICK[..], &["--quiet"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let rep = dir.join("rep");
     let report = std::fs::read_to_string(rep.join("REPORT.md")).unwrap();
@@ -327,17 +325,7 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     // A CoverType file that is present (so it is chosen) but broken.
     std::fs::create_dir_all(dir.join("data/covtype")).unwrap();
     std::fs::write(dir.join("data/covtype/covtype.data"), "not,numbers\n").unwrap();
-    let quick = [
-        "reproduce",
-        "--quick",
-        "--trials",
-        "2",
-        "--scale",
-        "0.02",
-        "--out",
-        "rep",
-    ];
-    let o = scarsim(&dir, &quick);
+    let o = scarsim(&dir, &QUICK);
     assert!(
         !o.status.success(),
         "a failed scenario makes the command fail"
@@ -388,7 +376,7 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     std::fs::remove_dir_all(dir.join("data/covtype")).unwrap();
     let kept = dir.join("rep/scar-partial-mlr-mnist/manifest.json");
     let before = std::fs::read(&kept).unwrap();
-    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
+    let o = scarsim(&dir, &[&QUICK[..], &["--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -414,7 +402,7 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     let original = fingerprint(&text);
     let changed = text.replace(&original, "not-this-run");
     std::fs::write(&kept, &changed).unwrap();
-    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
+    let o = scarsim(&dir, &[&QUICK[..], &["--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
