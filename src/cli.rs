@@ -42,6 +42,9 @@ pub enum Command {
     Plot(PlotArgs),
     /// Run every bundled scenario, draw every figure and write REPORT.md.
     Reproduce(ReproduceArgs),
+    /// Measure this machine's limits (GEMM, memory bandwidth) and each model's
+    /// hot kernel as a fraction of them.
+    Bench(BenchArgs),
     /// Print the unperturbed run's metric at every iteration (for calibrating criteria).
     Baseline {
         /// Scenario file or bundled scenario name.
@@ -150,6 +153,26 @@ pub struct ReproduceArgs {
     /// No progress bars or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Options of `scarsim bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Seconds to time each kernel and each limit.
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    /// Only the kernels whose name contains this (repeatable).
+    #[arg(long = "kernel", value_name = "NAME")]
+    pub kernels: Vec<String>,
+    /// List the kernels without running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Also write the table as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Where the data comes from (real where present, else the stand-ins).
+    #[command(flatten)]
+    pub data: DataArgs,
 }
 
 /// Data options shared by the subcommands that train.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
+use crate::cli::{BenchArgs, Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
 use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
@@ -27,6 +27,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Merge { shards, out } => merge(&shards, &out),
         Command::Plot(args) => plot(args),
         Command::Reproduce(args) => reproduce(args),
+        Command::Bench(args) => bench(args),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
     }
 }
@@ -680,4 +681,57 @@ fn baseline(arg: &str, data: &DataArgs) -> Result<()> {
         r.meta.seed,
         Print(r),
     )?
+}
+
+fn bench(args: BenchArgs) -> Result<()> {
+    use crate::bench;
+    if !(args.seconds > 0.0 && args.seconds <= 600.0) {
+        bail!("--seconds {} is outside (0, 600]", args.seconds);
+    }
+    crate::simd::check_env().map_err(|e| anyhow::anyhow!(e))?;
+    let chosen: Vec<Box<dyn bench::HotKernel>> = bench::kernels()
+        .into_iter()
+        .filter(|k| {
+            args.kernels.is_empty() || args.kernels.iter().any(|f| k.name().contains(f.as_str()))
+        })
+        .collect();
+    if chosen.is_empty() {
+        let names: Vec<&str> = bench::kernels().iter().map(|k| k.name()).collect();
+        bail!(
+            "no kernel matches --kernel {:?}; the kernels are: {}",
+            args.kernels,
+            names.join(", ")
+        );
+    }
+    if args.list {
+        for k in &chosen {
+            println!("{:<24} {:<5} {}", k.name(), k.model(), k.describe());
+        }
+        return Ok(());
+    }
+    let ctx = bench::BenchContext {
+        cache: DataCache::new(),
+        data: data_options(&args.data)?,
+        seconds: args.seconds,
+    };
+    eprintln!(
+        "measuring this machine's limits ({} s each) ...",
+        args.seconds
+    );
+    let limits = bench::Limits::measure(args.seconds);
+    let mut rows = Vec::new();
+    for k in &chosen {
+        eprintln!("timing {} ...", k.name());
+        rows.push(
+            bench::measure(k.as_ref(), &ctx, &limits)
+                .with_context(|| format!("kernel {}", k.name()))?,
+        );
+    }
+    print!("{}", bench::render(&limits, &rows));
+    if let Some(path) = &args.json {
+        let v = serde_json::json!({ "level": crate::simd::level().name(), "limits": limits, "kernels": rows });
+        crate::report::atomic::write_atomic(path, serde_json::to_string_pretty(&v)?.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }

@@ -9,6 +9,7 @@
 //! [`data`]. All randomness flows from [`rng`] streams, so results are
 //! byte-identical on any number of threads.
 
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
@@ -22,5 +23,6 @@ pub mod report;
 pub mod reproduce;
 pub mod rng;
 pub mod scenario;
+pub mod simd;
 pub mod stats;
 pub mod theory;
