@@ -94,6 +94,7 @@ fn stand_in_options(scale: f64, fork_mode: ForkMode, share_identical_trials: boo
         out_dir: std::env::temp_dir(),
         threads: 1,
         fork_mode,
+        certify_metric: true,
         share_identical_trials,
     }
 }

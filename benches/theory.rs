@@ -26,6 +26,7 @@ fn qp_scenario(c: &mut Criterion) {
         out_dir: std::env::temp_dir(),
         threads: 1,
         fork_mode: ForkMode::Fork,
+        certify_metric: true,
         share_identical_trials: true,
     };
     let pool = rayon::ThreadPoolBuilder::new()

@@ -102,6 +102,11 @@ pub struct RunArgs {
     /// same inputs (same results, slower; for benchmarking and testing).
     #[arg(long, hide = true)]
     pub no_sharing: bool,
+    /// Evaluate the convergence metric at every iteration instead of letting
+    /// a model certify "not converged yet" without it (same results, slower;
+    /// for benchmarking and testing).
+    #[arg(long, hide = true)]
+    pub exact_metric: bool,
 }
 
 /// Options of `scarsim plot`.

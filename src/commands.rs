@@ -78,6 +78,7 @@ fn run(args: RunArgs) -> Result<()> {
             ForkMode::Fork
         },
         share_identical_trials: !args.no_sharing,
+        certify_metric: !args.exact_metric,
     };
     // Validate everything before running anything.
     let mut loaded = Vec::new();

@@ -323,6 +323,7 @@ fn run_one(
         out_dir: opts.out_dir.clone(),
         threads: opts.threads,
         fork_mode: ForkMode::Fork,
+        certify_metric: true,
         share_identical_trials: true,
     };
     let units = experiment::unit_count(&sc) as u64;

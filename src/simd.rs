@@ -139,6 +139,7 @@ macro_rules! kernel {
     ($(#[$m:meta])* $vis:vis fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:path;) => {
         $(#[$m])*
         #[inline]
+        #[allow(dead_code)]
         $vis fn $name($($a: $t),*) $(-> $r)? {
             $at($crate::simd::level(), $($a),*)
         }

@@ -513,3 +513,67 @@ fn a_closed_output_pipe_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// MLR's certified convergence check is exact: with a minibatch that divides
+/// the stand-in's rows (so the bound is active), the results equal the
+/// brute-force path's (every metric evaluated, nothing shared) trial by
+/// trial, and the portable kernels give the same bytes as the best level.
+#[test]
+fn mlr_certified_check_and_kernel_levels_match_brute_force() {
+    let dir = tmpdir("mlr-certified");
+    // 1,200 stand-in rows at scale 0.02: batch 200 = six batches an epoch.
+    // (A smaller step and a looser criterion keep this run short: the
+    // portable kernels' fused multiply-adds are library calls.)
+    let scenario = small_recovery("certified", 8)
+        .replace("batch_size = 10000", "batch_size = 200")
+        .replace("learning_rate = 1e-5", "learning_rate = 3e-6")
+        .replace("criterion = 2.5e4", "criterion = 4e4");
+    assert!(scenario.contains("batch_size = 200") && scenario.contains("criterion = 4e4"));
+    std::fs::write(dir.join("certified.toml"), scenario).unwrap();
+    let runs: [(&str, &[&str], Option<&str>); 3] = [
+        ("fast", &[], None),
+        (
+            "brute",
+            &["--exact-metric", "--no-sharing", "--rerun"],
+            None,
+        ),
+        ("portable", &[], Some("portable")),
+    ];
+    for (out, extra, kernels) in runs {
+        let mut args = vec![
+            "run",
+            "certified.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--quiet",
+            "--no-plot",
+        ];
+        args.extend(extra);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
+        cmd.current_dir(&dir).args(&args);
+        if let Some(k) = kernels {
+            cmd.env("SCARSIM_KERNELS", k);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{out}: {}", stderr(&o));
+    }
+    let read = |run: &str, f: &str| std::fs::read(dir.join(run).join("certified").join(f)).unwrap();
+    for f in ["trials.csv", "summary.csv", "baseline.csv"] {
+        assert_eq!(
+            read("fast", f),
+            read("brute", f),
+            "{f}: certified vs brute force"
+        );
+        assert_eq!(
+            read("fast", f),
+            read("portable", f),
+            "{f}: portable kernels"
+        );
+    }
+    // The runs converge inside the horizon (otherwise nothing was tested).
+    let trials = String::from_utf8(read("fast", "trials.csv")).unwrap();
+    assert!(trials.lines().count() > 8, "{trials}");
+}

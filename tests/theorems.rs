@@ -22,6 +22,7 @@ fn run(text: &str) -> experiment::Outcome {
         out_dir: std::env::temp_dir(),
         threads: 2,
         fork_mode: ForkMode::Fork,
+        certify_metric: true,
         share_identical_trials: true,
     };
     experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()).expect("runs")

@@ -98,14 +98,15 @@ fn triad_rate(seconds: f64, len: usize) -> f64 {
     })
 }
 
-/// The best of repeated calls of `f` (which returns the giga-units it did) per second.
+/// The best of repeated calls of `f` (which returns the giga-units it did)
+/// per CPU second of the calling thread, for about `seconds` of wall time.
 fn best_rate(seconds: f64, mut f: impl FnMut() -> f64) -> f64 {
     let start = Instant::now();
     let mut best = 0.0f64;
     loop {
-        let t = Instant::now();
+        let t = super::thread_seconds();
         let work = f();
-        let rate = work / t.elapsed().as_secs_f64().max(1e-9);
+        let rate = work / (super::thread_seconds() - t).max(1e-9);
         best = best.max(rate);
         if start.elapsed().as_secs_f64() >= seconds {
             return best;

@@ -114,23 +114,42 @@ pub struct Row {
     pub fraction: f64,
 }
 
-/// Times `p` for about `seconds` (after one warm-up call); returns the work
-/// per second of the fastest of several timed batches of calls (the machine
-/// is shared: the fastest batch is the least disturbed).
+/// CPU seconds this thread has run (wall seconds where the platform has no
+/// thread clock). Rates are taken per CPU second so that other processes on
+/// a shared machine do not count against a kernel.
+pub fn thread_seconds() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid timespec to write into.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
+            return t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9;
+        }
+    }
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// Times `p` for about `seconds` of wall time (after one warm-up call);
+/// returns the work and CPU seconds of the fastest of several timed batches
+/// of calls (the machine is shared: the fastest batch is the least disturbed).
 pub fn time(p: &mut dyn Prepared, seconds: f64) -> (Work, f64) {
-    let warm = Instant::now();
+    let warm = thread_seconds();
     p.run();
-    let one = warm.elapsed().as_secs_f64().max(1e-6);
+    let one = (thread_seconds() - warm).max(1e-6);
     let calls = ((seconds / 5.0) / one).ceil().max(1.0) as usize;
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let mut best: Option<(Work, f64)> = None;
     loop {
-        let t = Instant::now();
+        let t = thread_seconds();
         let mut w = Work::default();
         for _ in 0..calls {
             w += p.run();
         }
-        let s = t.elapsed().as_secs_f64();
+        let s = (thread_seconds() - t).max(1e-9);
         if best.is_none_or(|(bw, bs)| w.units / s > bw.units / bs) {
             best = Some((w, s));
         }

@@ -16,7 +16,7 @@ pub mod trial;
 
 pub use baseline::{Baseline, run_baseline};
 pub use queue::EventQueue;
-pub use trial::{ForkMode, TrialOutcome, TrialSetup, run_cohort, run_trial};
+pub use trial::{EngineOptions, ForkMode, TrialOutcome, TrialSetup, run_cohort, run_trial};
 
 /// When a run counts as converged, and when to give up.
 #[derive(Clone, Copy, Debug, PartialEq)]

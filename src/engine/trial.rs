@@ -4,7 +4,7 @@
 //! unperturbed run's.
 
 use super::{Baseline, Convergence};
-use crate::model::{IterCtx, Model};
+use crate::model::{Check, IterCtx, Model};
 use crate::policy::{CheckpointPolicy, RecoveryOutcome, RecoveryPolicy, RunningCheckpoint};
 use crate::rng::SimRng;
 
@@ -17,6 +17,27 @@ pub enum ForkMode {
     /// iteration as a naive simulator would. Gives identical results; exists
     /// to measure what forking saves and to test that it is exact.
     Rerun,
+}
+
+/// How the engine runs trials (the same results either way; the choices
+/// exist to measure what the shortcuts save and to test that they are exact).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// How a trial obtains x(T).
+    pub fork: ForkMode,
+    /// Let the model certify "not converged yet" without evaluating the
+    /// metric ([`Model::check_many`]); `false` evaluates it at every
+    /// iteration (the brute-force path).
+    pub certify: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            fork: ForkMode::Fork,
+            certify: true,
+        }
+    }
 }
 
 /// Everything that distinguishes one trial from another.
@@ -64,10 +85,10 @@ pub fn run_trial<M: Model>(
     baseline: &Baseline<M::State>,
     convergence: &Convergence,
     setup: TrialSetup<'_>,
-    mode: ForkMode,
+    opts: EngineOptions,
     ws: &mut M::Workspace,
 ) -> TrialOutcome {
-    run_cohort(model, baseline, convergence, vec![setup], mode, ws, &|| {
+    run_cohort(model, baseline, convergence, vec![setup], opts, ws, &|| {
         false
     })
     .and_then(|mut v| v.pop())
@@ -85,7 +106,7 @@ pub fn run_cohort<M: Model>(
     baseline: &Baseline<M::State>,
     convergence: &Convergence,
     setups: Vec<TrialSetup<'_>>,
-    mode: ForkMode,
+    opts: EngineOptions,
     ws: &mut M::Workspace,
     stop: &dyn Fn() -> bool,
 ) -> Option<Vec<TrialOutcome>> {
@@ -98,7 +119,7 @@ pub fn run_cohort<M: Model>(
     for mut setup in setups {
         let t = setup.failure_iteration;
         let rerun_prefix;
-        let prefix: &[M::State] = match mode {
+        let prefix: &[M::State] = match opts.fork {
             ForkMode::Fork => &baseline.states[..=t],
             ForkMode::Rerun => {
                 rerun_prefix = rerun(model, t, run_seed, ws);
@@ -125,6 +146,7 @@ pub fn run_cohort<M: Model>(
     // done[i] = (iterations to converge, converged)
     let mut done: Vec<Option<(usize, bool)>> = vec![None; n];
     let mut active = vec![false; n];
+    let mut checks = vec![Check::Above; n];
     let mut metrics = vec![0.0; n];
     let mut k = starts.iter().copied().min().unwrap_or(0);
     while done.iter().any(Option::is_none) {
@@ -138,12 +160,36 @@ pub fn run_cohort<M: Model>(
             iteration: k,
             run_seed,
         };
-        model.metric_many(&states, &active, ctx, ws, &mut metrics);
+        if opts.certify {
+            model.check_many(
+                &states,
+                &active,
+                ctx,
+                convergence.criterion,
+                ws,
+                &mut checks,
+            );
+        } else {
+            model.metric_many(&states, &active, ctx, ws, &mut metrics);
+            for i in 0..n {
+                checks[i] = Check::Exact(metrics[i]);
+            }
+        }
         for i in 0..n {
             if !active[i] {
                 continue;
             }
-            let m = metrics[i];
+            let m = match checks[i] {
+                Check::Exact(m) => m,
+                // Not converged, and finite: only the iteration cap applies.
+                Check::Above => {
+                    if k >= convergence.max_iterations {
+                        done[i] = Some((convergence.max_iterations, false));
+                        active[i] = false;
+                    }
+                    continue;
+                }
+            };
             if m <= convergence.criterion {
                 done[i] = Some((k, true));
                 active[i] = false;

@@ -43,6 +43,10 @@ pub struct RunOptions {
     pub threads: usize,
     /// Fork trials from the unperturbed run (default) or re-run their prefix.
     pub fork_mode: ForkMode,
+    /// Let models certify "not converged yet" without evaluating the metric
+    /// (`Model::check_many`); `false` evaluates it at every iteration (same
+    /// results, slower; for benchmarking and testing).
+    pub certify_metric: bool,
     /// Compute trials whose outcome is fully determined by the same inputs
     /// once and share the result (see `recovery::TrialKey`); `false` runs
     /// every trial (same results, slower; for benchmarking and testing).

@@ -15,7 +15,9 @@ use serde_json::json;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
-use crate::engine::{Baseline, Convergence, TrialOutcome, TrialSetup, run_baseline, run_cohort};
+use crate::engine::{
+    Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, run_baseline, run_cohort,
+};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector};
 use crate::report::{Table, fmt_f64};
@@ -217,10 +219,16 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         } else {
             (todo.clone(), vec![Vec::new(); units.len()])
         };
-        // Cohorts: runs of units that fork from the same unperturbed run.
+        // Cohorts: runs of units that fork from the same unperturbed run,
+        // ordered by failure iteration so that the members of a cohort join
+        // it at nearby iterations and step together for most of their runs
+        // (a trial's outcome does not depend on its cohort).
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
         for &u in &representatives {
             groups[baseline_index(units[u].1)].push(u);
+        }
+        for g in &mut groups {
+            g.sort_by_key(|&u| (prep(u).failure_iteration, u));
         }
         let size = model.cohort_size().max(1);
         let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
@@ -244,7 +252,10 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                         baseline,
                         &convergence,
                         setups,
-                        self.opts.fork_mode,
+                        EngineOptions {
+                            fork: self.opts.fork_mode,
+                            certify: self.opts.certify_metric,
+                        },
                         ws,
                         &stop,
                     ) else {

@@ -58,6 +58,18 @@ impl NormKind {
     }
 }
 
+/// The engine's convergence test of one state: the metric, or a proof that
+/// the metric is above the criterion without computing it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Check {
+    /// The metric, exactly as [`Model::metric`] computes it.
+    Exact(f64),
+    /// Certified: the metric [`Model::metric`] would compute is strictly
+    /// above the criterion (the run has not converged), by a rigorous bound
+    /// that accounts for the rounding of the computed metric.
+    Above,
+}
+
 /// Where one iteration sits in its run. Stochastic algorithms derive all the
 /// randomness of iteration `iteration` from `run_seed`, so a perturbed run and
 /// its unperturbed baseline see the same minibatches and the same random
@@ -156,6 +168,32 @@ pub trait Model: Send + Sync {
         for ((s, &a), o) in states.iter().zip(active).zip(out.iter_mut()) {
             if a {
                 *o = self.metric(s, ws);
+            }
+        }
+    }
+
+    /// The convergence test of every `states[i]` with `active[i]`, into
+    /// `out[i]`: [`Check::Above`] where the model can prove the metric is
+    /// above `criterion` without computing it, else the exact metric.
+    /// Either way the iteration at which a run first meets the criterion is
+    /// exactly what [`Model::metric_many`] at every iteration gives (the
+    /// brute-force path, which tests compare it with trial by trial). `next`
+    /// is as in [`Model::metric_many`]. Default: the exact metric every time.
+    fn check_many(
+        &self,
+        states: &[Self::State],
+        active: &[bool],
+        next: IterCtx,
+        criterion: f64,
+        ws: &mut Self::Workspace,
+        out: &mut [Check],
+    ) {
+        let _ = criterion;
+        let mut m = vec![0.0; states.len()];
+        self.metric_many(states, active, next, ws, &mut m);
+        for ((o, v), &a) in out.iter_mut().zip(m).zip(active) {
+            if a {
+                *o = Check::Exact(v);
             }
         }
     }

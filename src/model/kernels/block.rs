@@ -1,0 +1,552 @@
+//! Block-sparse products for MLR: the data regrouped into chunks of
+//! [`CHUNK`] rows and groups of [`GROUP`] adjacent features, each (chunk,
+//! group) storing only the rows that have a non-zero in the group, with the
+//! group's [`GROUP`] values (zeros included).
+//!
+//! Why: with one row at a time (CSR), every non-zero reloads a tile of the
+//! stacked weights from L2, so the product runs at the cache's bandwidth,
+//! not the multiply-adds'. With a group of four features, one tile of four
+//! weight rows sits in registers while the chunk's rows stream past (forward
+//! pass), or one tile of four gradient rows accumulates while the chunk's
+//! deltas stream past (gradient pass): four fused multiply-adds per load.
+//! The price is the zeros inside a group (on MNIST about a third of the
+//! multiply-adds, as strokes cover neighbouring pixels).
+//!
+//! Exactness: a zero value contributes `fma(0, w, acc) = acc` exactly (for
+//! finite `w`), so every output is the chain of fused multiply-adds over the
+//! row's non-zeros in increasing feature order (forward), or over the
+//! chunk's rows in order and then the chunks in order (gradient), and its
+//! bits depend neither on the width (one trial or a stacked cohort) nor on
+//! the kernel level.
+
+use super::Csr;
+
+/// Features per group.
+pub const GROUP: usize = 4;
+/// Rows per chunk (positions within a chunk fit a byte).
+pub const CHUNK: usize = 64;
+/// Output columns are processed in tiles of up to this many (4 AVX-512 registers).
+const TILE: usize = 64;
+
+/// Every row of a [`Csr`] as its feature groups: for row r, the groups with
+/// a non-zero, in increasing order, each with its [`GROUP`] values. Built
+/// once per dataset, so that regrouping a minibatch ([`BlockCsc::rebuild`])
+/// moves whole groups instead of single non-zeros.
+#[derive(Clone, Debug, Default)]
+pub struct RowGroups {
+    /// `ptr[r]..ptr[r+1]` indexes row r's groups.
+    ptr: Vec<u32>,
+    /// Group of each entry.
+    group: Vec<u16>,
+    /// Values of each entry (zeros where the row has none).
+    val: Vec<[f32; GROUP]>,
+    /// Non-zeros of each row.
+    nnz: Vec<u32>,
+    /// ⌈features / GROUP⌉.
+    groups: usize,
+}
+
+impl RowGroups {
+    /// The groups of every row of `x`.
+    pub fn of(x: &Csr) -> RowGroups {
+        let groups = x.cols.div_ceil(GROUP);
+        assert!(groups <= u16::MAX as usize + 1, "too many feature groups");
+        let mut rg = RowGroups {
+            ptr: Vec::with_capacity(x.rows + 1),
+            groups,
+            ..RowGroups::default()
+        };
+        rg.ptr.push(0);
+        for r in 0..x.rows {
+            let (cols, vals) = x.row(r);
+            let mut prev = usize::MAX;
+            for (&j, &v) in cols.iter().zip(vals) {
+                let (g, q) = (j as usize / GROUP, j as usize % GROUP);
+                if g != prev {
+                    rg.group.push(g as u16);
+                    rg.val.push([0.0; GROUP]);
+                    prev = g;
+                }
+                rg.val.last_mut().expect("pushed above")[q] = v;
+            }
+            rg.ptr.push(rg.group.len() as u32);
+            rg.nnz.push(cols.len() as u32);
+        }
+        rg
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.nnz.len()
+    }
+}
+
+/// Rows of a [`Csr`] (a list, e.g. a minibatch in batch order, or all rows)
+/// regrouped by chunk and feature group.
+#[derive(Clone, Debug, Default)]
+pub struct BlockCsc {
+    /// Number of rows listed (positions).
+    pub positions: usize,
+    /// Feature groups (⌈features / GROUP⌉); products need `groups · GROUP`
+    /// rows of weights or gradients (the last ones padding).
+    pub groups: usize,
+    /// Non-zeros stored (without the zeros inside groups).
+    pub nnz: usize,
+    /// `chunk_ptr[c]..chunk_ptr[c+1]` indexes the runs of chunk c.
+    chunk_ptr: Vec<u32>,
+    /// Group of each run (runs of a chunk in increasing group order).
+    run_group: Vec<u16>,
+    /// `entry_ptr[r]..entry_ptr[r+1]` indexes the entries of run r.
+    entry_ptr: Vec<u32>,
+    /// Position within the chunk of each entry (increasing within a run).
+    entry_pos: Vec<u8>,
+    /// The group's values in that row.
+    entry_val: Vec<[f32; GROUP]>,
+}
+
+impl BlockCsc {
+    /// Regroups `rows` (indices into `rg`).
+    pub fn build(rg: &RowGroups, rows: &[u32]) -> BlockCsc {
+        let mut b = BlockCsc::default();
+        b.rebuild(rg, rows);
+        b
+    }
+
+    /// [`BlockCsc::build`] into existing buffers.
+    pub fn rebuild(&mut self, rg: &RowGroups, rows: &[u32]) {
+        let groups = rg.groups;
+        self.positions = rows.len();
+        self.groups = groups;
+        self.nnz = 0;
+        self.chunk_ptr.clear();
+        self.run_group.clear();
+        self.entry_ptr.clear();
+        self.entry_pos.clear();
+        self.entry_val.clear();
+        self.entry_ptr.push(0);
+        // Per group: entries in this chunk, then the next slot to fill.
+        let mut count = vec![0u32; groups];
+        let mut next = vec![0u32; groups];
+        for chunk in rows.chunks(CHUNK) {
+            self.chunk_ptr.push(self.run_group.len() as u32);
+            for &r in chunk {
+                let r = r as usize;
+                for &g in &rg.group[rg.ptr[r] as usize..rg.ptr[r + 1] as usize] {
+                    count[g as usize] += 1;
+                }
+            }
+            let mut at = self.entry_pos.len() as u32;
+            for (g, cnt) in count.iter_mut().enumerate() {
+                if *cnt > 0 {
+                    next[g] = at;
+                    at += *cnt;
+                    self.run_group.push(g as u16);
+                    self.entry_ptr.push(at);
+                    *cnt = 0;
+                }
+            }
+            self.entry_pos.resize(at as usize, 0);
+            self.entry_val.resize(at as usize, [0.0; GROUP]);
+            for (p, &r) in chunk.iter().enumerate() {
+                let r = r as usize;
+                let e = rg.ptr[r] as usize..rg.ptr[r + 1] as usize;
+                for (&g, v) in rg.group[e.clone()].iter().zip(&rg.val[e]) {
+                    let slot = next[g as usize] as usize;
+                    next[g as usize] += 1;
+                    self.entry_pos[slot] = p as u8;
+                    self.entry_val[slot] = *v;
+                }
+                self.nnz += rg.nnz[r] as usize;
+            }
+        }
+        self.chunk_ptr.push(self.run_group.len() as u32);
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> usize {
+        self.chunk_ptr.len().saturating_sub(1)
+    }
+
+    /// Rows of the weights or gradients a product needs: `groups · GROUP`.
+    pub fn padded_features(&self) -> usize {
+        self.groups * GROUP
+    }
+
+    /// Multiply-adds a product of width `width` performs (zeros included).
+    pub fn stored(&self) -> usize {
+        self.entry_val.len() * GROUP
+    }
+
+    /// The most roundings any element of [`block_gradient`]'s result passes
+    /// through: a chunk's chain plus one addition per chunk.
+    pub fn accumulation_terms(&self) -> usize {
+        CHUNK.min(self.positions) + self.chunks()
+    }
+}
+
+/// Logits of the rows of chunk `chunk`: `z[p·stride..][0..width] = Σ_f
+/// x[row p][f] · w[f][0..width]` for the chunk's positions p (local), `w`
+/// row-major `padded_features × width`, `width` a multiple of 16. A `stride`
+/// a little above `width` (see [`stride_for`]) keeps the rows of `z` from
+/// competing for the same L1 sets.
+pub fn block_forward(
+    b: &BlockCsc,
+    chunk: usize,
+    w: &[f32],
+    width: usize,
+    z: &mut [f32],
+    stride: usize,
+) {
+    block_forward_at(crate::simd::level(), b, chunk, w, width, z, stride);
+}
+
+/// A row stride for `width` columns that does not alias in L1: `width`
+/// plus one cache line.
+pub fn stride_for(width: usize) -> usize {
+    width + 16
+}
+
+/// [`block_forward`] at an explicit kernel level.
+#[allow(clippy::too_many_arguments)]
+pub fn block_forward_at(
+    level: crate::simd::Level,
+    b: &BlockCsc,
+    chunk: usize,
+    w: &[f32],
+    width: usize,
+    z: &mut [f32],
+    stride: usize,
+) {
+    assert!(
+        width % 16 == 0,
+        "block_forward: width {width} is not a multiple of 16"
+    );
+    assert!(stride >= width, "block_forward: stride below width");
+    assert!(
+        w.len() >= b.padded_features() * width,
+        "block_forward: w is too short"
+    );
+    assert!(chunk < b.chunks(), "block_forward: no chunk {chunk}");
+    assert!(
+        z.len() >= (CHUNK - 1) * stride + width,
+        "block_forward: z is too short"
+    );
+    forward_level(level, b, chunk, w, width, z, stride);
+}
+
+crate::simd::kernel! {
+    fn forward_dispatch, forward_level(b: &BlockCsc, chunk: usize, w: &[f32], width: usize, z: &mut [f32], stride: usize) = forward_body;
+}
+
+#[inline(always)]
+fn forward_body(b: &BlockCsc, chunk: usize, w: &[f32], width: usize, z: &mut [f32], stride: usize) {
+    let rows = (b.positions - chunk * CHUNK).min(CHUNK);
+    for p in 0..rows {
+        z[p * stride..p * stride + width].fill(0.0);
+    }
+    let mut t0 = 0;
+    while t0 < width {
+        match (width - t0).min(TILE) {
+            64 => forward_tile::<64>(b, chunk, w, width, t0, z, stride),
+            48 => forward_tile::<48>(b, chunk, w, width, t0, z, stride),
+            32 => forward_tile::<32>(b, chunk, w, width, t0, z, stride),
+            _ => forward_tile::<16>(b, chunk, w, width, t0, z, stride),
+        }
+        t0 += (width - t0).min(TILE);
+    }
+}
+
+#[inline(always)]
+fn forward_tile<const L: usize>(
+    b: &BlockCsc,
+    chunk: usize,
+    w: &[f32],
+    width: usize,
+    t0: usize,
+    z: &mut [f32],
+    stride: usize,
+) {
+    let runs = b.chunk_ptr[chunk] as usize..b.chunk_ptr[chunk + 1] as usize;
+    for r in runs {
+        let f0 = b.run_group[r] as usize * GROUP;
+        let mut wg = [[0f32; L]; GROUP];
+        for (q, wq) in wg.iter_mut().enumerate() {
+            let at = (f0 + q) * width + t0;
+            wq.copy_from_slice(&w[at..at + L]);
+        }
+        let e = b.entry_ptr[r] as usize..b.entry_ptr[r + 1] as usize;
+        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&b.entry_val[e]) {
+            let at = p as usize * stride + t0;
+            let zp: &mut [f32; L] = (&mut z[at..at + L]).try_into().expect("tile in range");
+            for l in 0..L {
+                let mut acc = zp[l];
+                acc = v[0].mul_add(wg[0][l], acc);
+                acc = v[1].mul_add(wg[1][l], acc);
+                acc = v[2].mul_add(wg[2][l], acc);
+                acc = v[3].mul_add(wg[3][l], acc);
+                zp[l] = acc;
+            }
+        }
+    }
+}
+
+/// The minibatch gradient product `g[f][0..width] += Σ_p x[row p][f] ·
+/// d[p·stride..][0..width]` over every listed row p (`g` row-major
+/// `padded_features × width`, `width` a multiple of 16, `stride` as in
+/// [`block_forward`]): per chunk a chain of fused multiply-adds in position
+/// order from zero, added to `g` chunk after chunk.
+pub fn block_gradient(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) {
+    block_gradient_at(crate::simd::level(), b, d, stride, width, g);
+}
+
+/// [`block_gradient`] at an explicit kernel level.
+pub fn block_gradient_at(
+    level: crate::simd::Level,
+    b: &BlockCsc,
+    d: &[f32],
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
+    assert!(
+        width % 16 == 0,
+        "block_gradient: width {width} is not a multiple of 16"
+    );
+    assert!(stride >= width, "block_gradient: stride below width");
+    assert!(
+        b.positions == 0 || d.len() >= (b.positions - 1) * stride + width,
+        "block_gradient: d is too short"
+    );
+    assert!(
+        g.len() >= b.padded_features() * width,
+        "block_gradient: g is too short"
+    );
+    gradient_level(level, b, d, stride, width, g);
+}
+
+crate::simd::kernel! {
+    fn gradient_dispatch, gradient_level(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) = gradient_body;
+}
+
+/// One chunk's share of [`block_gradient`]: `g[f][..] += Σ_{p in chunk}
+/// x[row p][f] · d[(d_row0 + p_local)·stride..][..]`, where `d_row0` is the
+/// row of `d` holding the chunk's first position (`chunk · CHUNK` for the
+/// whole minibatch's deltas, 0 for one chunk's). Applying the chunks in
+/// order gives [`block_gradient`]'s bits exactly.
+#[allow(clippy::too_many_arguments)]
+pub fn block_gradient_chunk(
+    b: &BlockCsc,
+    chunk: usize,
+    d: &[f32],
+    d_row0: usize,
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
+    assert!(
+        width % 16 == 0,
+        "block_gradient_chunk: width {width} is not a multiple of 16"
+    );
+    assert!(stride >= width, "block_gradient_chunk: stride below width");
+    assert!(chunk < b.chunks(), "block_gradient_chunk: no chunk {chunk}");
+    let rows = (b.positions - chunk * CHUNK).min(CHUNK);
+    assert!(
+        d.len() >= (d_row0 + rows - 1) * stride + width,
+        "block_gradient_chunk: d is too short"
+    );
+    assert!(
+        g.len() >= b.padded_features() * width,
+        "block_gradient_chunk: g is too short"
+    );
+    gradient_chunk_level(crate::simd::level(), b, chunk, d, d_row0, stride, width, g);
+}
+
+crate::simd::kernel! {
+    fn gradient_chunk_dispatch, gradient_chunk_level(b: &BlockCsc, chunk: usize, d: &[f32], d_row0: usize, stride: usize, width: usize, g: &mut [f32]) = gradient_chunk_body;
+}
+
+#[inline(always)]
+fn gradient_chunk_body(
+    b: &BlockCsc,
+    chunk: usize,
+    d: &[f32],
+    d_row0: usize,
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
+    let mut t0 = 0;
+    while t0 < width {
+        let n = (width - t0).min(TILE);
+        match n {
+            64 => gradient_tile::<64>(b, chunk, d, d_row0, stride, width, t0, g),
+            48 => gradient_tile::<48>(b, chunk, d, d_row0, stride, width, t0, g),
+            32 => gradient_tile::<32>(b, chunk, d, d_row0, stride, width, t0, g),
+            _ => gradient_tile::<16>(b, chunk, d, d_row0, stride, width, t0, g),
+        }
+        t0 += n;
+    }
+}
+
+#[inline(always)]
+fn gradient_body(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) {
+    let mut t0 = 0;
+    while t0 < width {
+        let n = (width - t0).min(TILE);
+        for chunk in 0..b.chunks() {
+            let row0 = chunk * CHUNK;
+            match n {
+                64 => gradient_tile::<64>(b, chunk, d, row0, stride, width, t0, g),
+                48 => gradient_tile::<48>(b, chunk, d, row0, stride, width, t0, g),
+                32 => gradient_tile::<32>(b, chunk, d, row0, stride, width, t0, g),
+                _ => gradient_tile::<16>(b, chunk, d, row0, stride, width, t0, g),
+            }
+        }
+        t0 += n;
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn gradient_tile<const L: usize>(
+    b: &BlockCsc,
+    chunk: usize,
+    d: &[f32],
+    base: usize,
+    stride: usize,
+    width: usize,
+    t0: usize,
+    g: &mut [f32],
+) {
+    let runs = b.chunk_ptr[chunk] as usize..b.chunk_ptr[chunk + 1] as usize;
+    for r in runs {
+        let f0 = b.run_group[r] as usize * GROUP;
+        let mut acc = [[0f32; L]; GROUP];
+        let e = b.entry_ptr[r] as usize..b.entry_ptr[r + 1] as usize;
+        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&b.entry_val[e]) {
+            let at = (base + p as usize) * stride + t0;
+            let dp: &[f32; L] = d[at..at + L].try_into().expect("tile in range");
+            for l in 0..L {
+                acc[0][l] = v[0].mul_add(dp[l], acc[0][l]);
+                acc[1][l] = v[1].mul_add(dp[l], acc[1][l]);
+                acc[2][l] = v[2].mul_add(dp[l], acc[2][l]);
+                acc[3][l] = v[3].mul_add(dp[l], acc[3][l]);
+            }
+        }
+        for (q, aq) in acc.iter().enumerate() {
+            let at = (f0 + q) * width + t0;
+            for (gv, &a) in g[at..at + L].iter_mut().zip(aq) {
+                *gv += a;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::Level;
+
+    fn sample(rows: usize, cols: usize) -> (Vec<f32>, Csr) {
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                if (i * 7919) % 5 < 3 {
+                    0.0
+                } else {
+                    ((i * 31) % 13) as f32 * 0.37 - 1.1
+                }
+            })
+            .collect();
+        let csr = Csr::from_dense(&x, rows, cols);
+        (x, csr)
+    }
+
+    #[test]
+    fn products_match_the_sparse_chains_bit_for_bit_at_every_level() {
+        let (rows, cols, width) = (150, 41, 80);
+        let (_, csr) = sample(rows, cols);
+        let list: Vec<u32> = (0..rows as u32).rev().step_by(2).chain([3, 7]).collect();
+        let b = BlockCsc::build(&RowGroups::of(&csr), &list);
+        assert_eq!(
+            b.nnz,
+            list.iter()
+                .map(|&r| csr.row(r as usize).0.len())
+                .sum::<usize>()
+        );
+        let pf = b.padded_features();
+        let w: Vec<f32> = (0..pf * width)
+            .map(|i| {
+                if i >= cols * width {
+                    0.0
+                } else {
+                    ((i * 31) % 17) as f32 * 0.013 - 0.1
+                }
+            })
+            .collect();
+        let d: Vec<f32> = (0..list.len() * width)
+            .map(|i| ((i * 17) % 23) as f32 * 0.07 - 0.8)
+            .collect();
+        // The reference: one fused chain per output over the non-zeros.
+        let mut z_ref = vec![0f32; list.len() * width];
+        for (p, &r) in list.iter().enumerate() {
+            let (cs, vs) = csr.row(r as usize);
+            for c in 0..width {
+                let mut acc = 0f32;
+                for (&j, &v) in cs.iter().zip(vs) {
+                    acc = v.mul_add(w[j as usize * width + c], acc);
+                }
+                z_ref[p * width + c] = acc;
+            }
+        }
+        let mut g_ref = vec![0f32; pf * width];
+        for chunk in list.chunks(CHUNK).enumerate() {
+            let (ci, rows_c) = chunk;
+            let mut part = vec![0f32; pf * width];
+            for (pl, &r) in rows_c.iter().enumerate() {
+                let p = ci * CHUNK + pl;
+                let (cs, vs) = csr.row(r as usize);
+                for (&j, &v) in cs.iter().zip(vs) {
+                    for c in 0..width {
+                        let i = j as usize * width + c;
+                        part[i] = v.mul_add(d[p * width + c], part[i]);
+                    }
+                }
+            }
+            for (gv, pv) in g_ref.iter_mut().zip(&part) {
+                *gv += pv;
+            }
+        }
+        for level in Level::supported() {
+            let stride = stride_for(width);
+            let mut z = vec![0f32; CHUNK * stride];
+            for ch in 0..b.chunks() {
+                block_forward_at(level, &b, ch, &w, width, &mut z, stride);
+                let n = (list.len() - ch * CHUNK).min(CHUNK);
+                for p in 0..n {
+                    for c in 0..width {
+                        assert_eq!(
+                            z[p * stride + c].to_bits(),
+                            z_ref[(ch * CHUNK + p) * width + c].to_bits(),
+                            "{level:?} chunk {ch} row {p} column {c}"
+                        );
+                    }
+                }
+            }
+            let mut g = vec![0f32; pf * width];
+            block_gradient_at(level, &b, &d, width, width, &mut g);
+            for i in 0..pf * width {
+                assert_eq!(g[i].to_bits(), g_ref[i].to_bits(), "{level:?} gradient {i}");
+            }
+        }
+        // Chunk by chunk from chunk-local deltas: the same bits.
+        let mut g = vec![0f32; pf * width];
+        for ch in 0..b.chunks() {
+            let n = (list.len() - ch * CHUNK).min(CHUNK);
+            let local = &d[ch * CHUNK * width..(ch * CHUNK + n) * width];
+            block_gradient_chunk(&b, ch, local, 0, width, width, &mut g);
+        }
+        for i in 0..pf * width {
+            assert_eq!(g[i].to_bits(), g_ref[i].to_bits(), "chunked gradient {i}");
+        }
+    }
+}

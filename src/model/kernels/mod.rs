@@ -1,0 +1,241 @@
+//! Numeric kernels shared by the models: a sparse row matrix, the products
+//! MLR needs, and portable `exp`/`ln`.
+//!
+//! Determinism: every output element is computed by the same sequence of
+//! IEEE operations whatever the width of the right-hand side (one trial or a
+//! cohort of stacked trials), the kernel level ([`crate::simd`]) or the
+//! thread count. Multiply-adds are fused (`mul_add`, correctly rounded on
+//! every platform, so the portable level gives the vector levels' bits);
+//! there are no library transcendental functions, whose last bits differ
+//! between platforms.
+
+pub mod block;
+
+pub use block::{BlockCsc, RowGroups, block_forward, block_gradient, block_gradient_chunk};
+
+/// A sparse matrix in compressed-row form with `u16` column indices.
+#[derive(Clone, Debug, Default)]
+pub struct Csr {
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns (at most 65,536).
+    pub cols: usize,
+    /// `row_ptr[i]..row_ptr[i+1]` indexes row i's entries.
+    pub row_ptr: Vec<u32>,
+    /// Column of each entry (increasing within a row).
+    pub col: Vec<u16>,
+    /// Value of each entry.
+    pub val: Vec<f32>,
+}
+
+impl Csr {
+    /// The non-zeros of a dense row-major `rows × cols` matrix.
+    pub fn from_dense(x: &[f32], rows: usize, cols: usize) -> Csr {
+        assert!(cols <= 1 << 16, "Csr supports at most 65,536 columns");
+        assert_eq!(x.len(), rows * cols);
+        let nnz = x.iter().filter(|v| **v != 0.0).count();
+        assert!(
+            nnz <= u32::MAX as usize,
+            "too many non-zeros for u32 row pointers"
+        );
+        let mut row_ptr = Vec::with_capacity(rows + 1);
+        let mut col = Vec::with_capacity(nnz);
+        let mut val = Vec::with_capacity(nnz);
+        row_ptr.push(0);
+        for r in 0..rows {
+            for (j, &v) in x[r * cols..(r + 1) * cols].iter().enumerate() {
+                if v != 0.0 {
+                    col.push(j as u16);
+                    val.push(v);
+                }
+            }
+            row_ptr.push(col.len() as u32);
+        }
+        Csr {
+            rows,
+            cols,
+            row_ptr,
+            col,
+            val,
+        }
+    }
+
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.val.len()
+    }
+
+    /// The entries of row `r` as (columns, values).
+    #[inline]
+    pub fn row(&self, r: usize) -> (&[u16], &[f32]) {
+        let a = self.row_ptr[r] as usize;
+        let b = self.row_ptr[r + 1] as usize;
+        (&self.col[a..b], &self.val[a..b])
+    }
+}
+
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+
+/// e^x in f32, portable (same bits on every platform and kernel level),
+/// relative error below 1e-6 on [−87, 88]; arguments are clamped to that
+/// range (so e^x ≥ 1.6e-38). Range reduction x = n·ln2 + r with n the
+/// nearest integer to x·log2(e) (by the 1.5·2²³ rounding trick, ties to
+/// even) and |r| ≤ ln2/2, a degree-6 Taylor polynomial for e^r, then
+/// scaling by 2^n built from its bits. Branch-free and free of float-to-int
+/// conversions, so loops over it vectorize.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23
+    let x = x.clamp(-87.0, 88.0);
+    let tm = x * std::f32::consts::LOG2_E + MAGIC;
+    let nf = tm - MAGIC;
+    let n = (tm.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = (x - nf * LN2_HI) - nf * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let bits = ((n + 127) as u32) << 23;
+    p * f32::from_bits(bits)
+}
+
+/// ln(x) for x > 0 in f64, portable: x = m·2^e with m ∈ [1/√2, √2), then
+/// ln m = 2·atanh(t), t = (m − 1)/(m + 1), by its series to t¹⁵
+/// (|t| ≤ 0.172, error below 1e-14).
+#[inline]
+pub fn ln_f64(x: f64) -> f64 {
+    debug_assert!(x > 0.0 && x.is_finite());
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    if m > std::f64::consts::SQRT_2 {
+        m *= 0.5;
+        e += 1;
+    }
+    let t = (m - 1.0) / (m + 1.0);
+    let t2 = t * t;
+    let s = t
+        * (1.0
+            + t2 * (1.0 / 3.0
+                + t2 * (1.0 / 5.0
+                    + t2 * (1.0 / 7.0
+                        + t2 * (1.0 / 9.0 + t2 * (1.0 / 11.0 + t2 * (1.0 / 13.0 + t2 / 15.0)))))));
+    2.0 * s + e as f64 * std::f64::consts::LN_2
+}
+
+/// Cross-entropy and softmax for one example under `a` stacked models.
+///
+/// `z` holds the example's logits for `a` models in class-major order
+/// (`z[c*a + s]` = logit of class c under model s, `classes` classes). For
+/// each model s: `loss[s] += −log softmax(z_s)_label`, computed as
+/// max + ln Σ exp(z − max) − z_label; and, if `delta` is given,
+/// `delta[c*a + s] = softmax(z_s)_c − [c = label]`. `e`, `maxv`, `sumv` are
+/// scratch of lengths `classes·a`, `a`, `a`. Every model's numbers are the
+/// same bits whatever `a` is.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn softmax_cross_entropy(
+    z: &[f32],
+    a: usize,
+    classes: usize,
+    label: usize,
+    e: &mut [f32],
+    maxv: &mut [f32],
+    sumv: &mut [f32],
+    loss: &mut [f64],
+    delta: Option<&mut [f32]>,
+) {
+    let (maxv, sumv, e) = (&mut maxv[..a], &mut sumv[..a], &mut e[..classes * a]);
+    maxv.copy_from_slice(&z[..a]);
+    for c in 1..classes {
+        for (m, &v) in maxv.iter_mut().zip(&z[c * a..(c + 1) * a]) {
+            *m = m.max(v);
+        }
+    }
+    sumv.fill(0.0);
+    for c in 0..classes {
+        let zc = &z[c * a..(c + 1) * a];
+        let ec = &mut e[c * a..(c + 1) * a];
+        for ((ev, &zv), &m) in ec.iter_mut().zip(zc).zip(maxv.iter()) {
+            *ev = exp_f32(zv - m);
+        }
+        for (sv, &ev) in sumv.iter_mut().zip(ec.iter()) {
+            *sv += ev;
+        }
+    }
+    let zy = &z[label * a..(label + 1) * a];
+    for (((l, &m), &sv), &zv) in loss[..a]
+        .iter_mut()
+        .zip(maxv.iter())
+        .zip(sumv.iter())
+        .zip(zy)
+    {
+        *l += m as f64 + ln_f64(sv as f64) - zv as f64;
+    }
+    if let Some(delta) = delta {
+        for c in 0..classes {
+            let ec = &e[c * a..(c + 1) * a];
+            for ((d, &ev), &sv) in delta[c * a..(c + 1) * a]
+                .iter_mut()
+                .zip(ec)
+                .zip(sumv.iter())
+            {
+                *d = ev * (1.0 / sv);
+            }
+        }
+        for d in delta[label * a..(label + 1) * a].iter_mut() {
+            *d -= 1.0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_and_ln_are_accurate() {
+        for i in -8700..=8800 {
+            let x = i as f32 * 0.01;
+            if x > 88.0 {
+                break;
+            }
+            let want = (x as f64).exp();
+            let got = exp_f32(x) as f64;
+            assert!(
+                ((got - want) / want).abs() < 1e-6,
+                "exp({x}) = {got}, want {want}"
+            );
+        }
+        assert!(exp_f32(-100.0) < 1e-37 && exp_f32(-100.0) > 0.0);
+        for i in 1..2000 {
+            let x = i as f64 * 0.37;
+            assert!((ln_f64(x) - x.ln()).abs() < 1e-13, "ln({x})");
+        }
+        assert!((ln_f64(1e-300) - 1e-300f64.ln()).abs() < 1e-10);
+    }
+
+    #[test]
+    fn exp_is_accurate_on_a_dense_grid_of_negative_arguments() {
+        // Softmax arguments z − max are ≤ 0: every 64th f32 in [−87, 0].
+        let mut bits = (-87.0f32).to_bits();
+        let mut worst = 0.0f64;
+        while bits > 0x8000_0000 {
+            let x = f32::from_bits(bits);
+            let want = (x as f64).exp();
+            worst = worst.max(((exp_f32(x) as f64 - want) / want).abs());
+            bits -= 64;
+        }
+        assert!(worst < 1e-6, "worst relative error {worst}");
+    }
+
+    #[test]
+    fn sparse_rows_round_trip() {
+        let x = vec![0.0, 1.5, 0.0, -2.0, 0.0, 0.0, 3.0, 0.0];
+        let csr = Csr::from_dense(&x, 2, 4);
+        assert_eq!(csr.nnz(), 3);
+        assert_eq!(csr.row(0), (&[1u16, 3][..], &[1.5f32, -2.0][..]));
+        assert_eq!(csr.row(1), (&[2u16][..], &[3.0f32][..]));
+    }
+}
