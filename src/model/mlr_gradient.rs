@@ -18,6 +18,7 @@
 use rand::seq::SliceRandom;
 
 use super::gradient::{GradientDraw, GradientInfo, GradientModel};
+use super::kernels::{exp_f32, ln_f64};
 use super::mlr::{Mlr, MlrWorkspace};
 use super::{IterCtx, Model};
 use crate::rng::{Purpose, stream};
@@ -88,15 +89,8 @@ impl MlrGradient {
     /// Logits of example `i` under `w`, over its non-zero features.
     #[inline]
     fn forward_row(&self, w: &[f32], i: usize, z: &mut [f32]) {
-        let c = z.len();
-        z.fill(0.0);
         let (cols, vals) = self.sparse_row(i);
-        for (&j, &v) in cols.iter().zip(vals) {
-            let j = j as usize;
-            for (o, wv) in z.iter_mut().zip(&w[j * c..(j + 1) * c]) {
-                *o += v * wv;
-            }
-        }
+        forward_sparse(w, cols, vals, z);
     }
 }
 
@@ -150,18 +144,18 @@ impl GradientModel for MlrGradient {
         };
         let MlrGradientWorkspace { inner, z, delta } = ws;
         let rows = self.mlr.batch_rows(ctx, inner);
-        for &i in rows {
-            let i = i as usize;
-            self.forward_row(params, i, z);
-            softmax_minus_onehot(z, data.y[i] as usize, delta);
-            let (cols, vals) = self.sparse_row(i);
-            for (&j, &v) in cols.iter().zip(vals) {
-                let j = j as usize;
-                for (g, d) in out[j * c..(j + 1) * c].iter_mut().zip(delta.iter()) {
-                    *g += v * d;
-                }
-            }
-        }
+        debug_assert_eq!(z.len(), c);
+        gradient_rows(
+            &self.starts,
+            &self.cols,
+            &self.vals,
+            &data.y,
+            rows,
+            params,
+            out,
+            z,
+            delta,
+        );
         let scale = 1.0 / rows.len() as f32;
         for g in out.iter_mut() {
             *g *= scale;
@@ -226,21 +220,22 @@ impl GradientModel for MlrGradient {
     }
 }
 
-/// Cross-entropy of one example from its logits: log Σ exp(z) − z_y.
+/// Cross-entropy of one example from its logits: log Σ exp(z − max) + max − z_y,
+/// with the portable `exp_f32` and `ln_f64` (the same bits on every CPU).
 #[inline]
 fn cross_entropy(z: &[f32], label: usize) -> f64 {
-    let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
-    let sum: f64 = z.iter().map(|&v| ((v as f64) - max).exp()).sum();
-    max + sum.ln() - z[label] as f64
+    let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let sum: f64 = z.iter().map(|&v| exp_f32(v - max) as f64).sum();
+    max as f64 + ln_f64(sum) - z[label] as f64
 }
 
-/// Writes softmax(z) − e_label into `out`.
-#[inline]
+/// Writes softmax(z) − e_label into `out` (portable `exp_f32`).
+#[inline(always)]
 fn softmax_minus_onehot(z: &[f32], label: usize, out: &mut [f32]) {
     let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
     let mut sum = 0f32;
     for (o, &v) in out.iter_mut().zip(z) {
-        *o = (v - max).exp();
+        *o = exp_f32(v - max);
         sum += *o;
     }
     let inv = 1.0 / sum;
@@ -248,6 +243,103 @@ fn softmax_minus_onehot(z: &[f32], label: usize, out: &mut [f32]) {
         *o *= inv;
     }
     out[label] -= 1.0;
+}
+
+crate::simd::kernel! {
+    /// z = Σ_f x_f · W_f over one example's non-zero features `cols`/`vals`
+    /// (W row-major features × classes, `z.len()` classes): one multiply and
+    /// one add per term, in feature order, so every level gives the same bits.
+    fn forward_sparse, forward_sparse_at(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) = forward_sparse_body;
+}
+
+#[inline(always)]
+fn forward_sparse_body(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) {
+    // MNIST's ten classes get a fixed-size accumulator the compiler keeps
+    // in registers.
+    if z.len() == 10 {
+        forward_fixed::<10>(w, cols, vals, z);
+        return;
+    }
+    let c = z.len();
+    z.fill(0.0);
+    for (&j, &v) in cols.iter().zip(vals) {
+        let j = j as usize;
+        for (o, wv) in z.iter_mut().zip(&w[j * c..(j + 1) * c]) {
+            *o += v * wv;
+        }
+    }
+}
+
+#[inline(always)]
+fn forward_fixed<const C: usize>(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) {
+    let mut acc = [0f32; C];
+    for (&j, &v) in cols.iter().zip(vals) {
+        let j = j as usize;
+        let row: &[f32; C] = w[j * C..(j + 1) * C].try_into().expect("C classes");
+        for k in 0..C {
+            acc[k] += v * row[k];
+        }
+    }
+    z.copy_from_slice(&acc);
+}
+
+crate::simd::kernel! {
+    /// Adds Σ_{i ∈ rows} x_iᵀ (softmax(x_i W) − e_{y_i}) to `out` (features ×
+    /// classes), rows in order, using `z` and `delta` (one class each) as
+    /// scratch: the minibatch gradient's sum, the same bits on every level.
+    fn gradient_rows, gradient_rows_at(
+        starts: &[usize],
+        cols: &[u32],
+        vals: &[f32],
+        y: &[u8],
+        rows: &[u32],
+        w: &[f32],
+        out: &mut [f32],
+        z: &mut [f32],
+        delta: &mut [f32],
+    ) = gradient_rows_body;
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn gradient_rows_body(
+    starts: &[usize],
+    cols: &[u32],
+    vals: &[f32],
+    y: &[u8],
+    rows: &[u32],
+    w: &[f32],
+    out: &mut [f32],
+    z: &mut [f32],
+    delta: &mut [f32],
+) {
+    let c = z.len();
+    for &i in rows {
+        let i = i as usize;
+        let r = starts[i]..starts[i + 1];
+        let (cols, vals) = (&cols[r.clone()], &vals[r]);
+        forward_sparse_body(w, cols, vals, z);
+        softmax_minus_onehot(z, y[i] as usize, delta);
+        if c == 10 {
+            let d: &[f32; 10] = (&*delta).try_into().expect("10 classes");
+            for (&j, &v) in cols.iter().zip(vals) {
+                let j = j as usize;
+                let g: &mut [f32; 10] = (&mut out[j * 10..(j + 1) * 10])
+                    .try_into()
+                    .expect("10 classes");
+                for k in 0..10 {
+                    g[k] += v * d[k];
+                }
+            }
+        } else {
+            for (&j, &v) in cols.iter().zip(vals) {
+                let j = j as usize;
+                for (g, d) in out[j * c..(j + 1) * c].iter_mut().zip(delta.iter()) {
+                    *g += v * d;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -270,6 +362,47 @@ mod tests {
             500,
             3,
         )
+    }
+
+    /// The sparse kernels give the same bits at every kernel level, for the
+    /// fixed ten-class path and the general one.
+    #[test]
+    fn kernels_give_the_same_bits_at_every_level() {
+        let m = small(64);
+        let d = m.mlr.data();
+        let rows: Vec<u32> = (0..64).collect();
+        for c in [10usize, 7] {
+            let w: Vec<f32> = (0..d.features * c)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 1e-4)
+                .collect();
+            let y: Vec<u8> = d.y.iter().map(|&v| v % c as u8).collect();
+            let run = |level| {
+                let (mut out, mut z, mut delta) =
+                    (vec![0f32; w.len()], vec![0f32; c], vec![0f32; c]);
+                gradient_rows_at(
+                    level, &m.starts, &m.cols, &m.vals, &y, &rows, &w, &mut out, &mut z, &mut delta,
+                );
+                let (cols, vals) = m.sparse_row(3);
+                forward_sparse_at(level, &w, cols, vals, &mut z);
+                (out, z)
+            };
+            let reference = run(crate::simd::Level::Portable);
+            assert!(reference.0.iter().any(|&g| g != 0.0));
+            for level in crate::simd::Level::supported() {
+                let got = run(level);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got.0),
+                    bits(&reference.0),
+                    "{level:?} gradient, {c} classes"
+                );
+                assert_eq!(
+                    bits(&got.1),
+                    bits(&reference.1),
+                    "{level:?} logits, {c} classes"
+                );
+            }
+        }
     }
 
     #[test]
