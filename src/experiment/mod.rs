@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
-use crate::report::{Manifest, Table, manifest::Program};
+use crate::report::{Manifest, Table, manifest::Program, outdir};
 use crate::scenario::{Origin, Scenario};
 use units::{Driver, Records};
 
@@ -106,14 +106,25 @@ pub fn run_raw(
 }
 
 /// Builds the output tables from the records of every unit.
+///
+/// Records come back from journals and shards, files a user can edit; a
+/// record that decodes but does not fit the scenario (e.g. a curve of the
+/// wrong length) is an error here, never a panic.
 pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
-    match scenario {
+    let build = || match scenario {
         Scenario::Recovery(s) => recovery::tables(s, raw),
         Scenario::Perturbation(s) => perturbation::tables(s, raw),
         Scenario::Precision(s) => precision::tables(s, raw),
         Scenario::Protocol(s) => protocol::tables(s, raw),
         Scenario::Faults(s) => faults::tables(s, raw),
-    }
+    };
+    crate::report::guard::without_panics(build).unwrap_or_else(|message| {
+        Err(anyhow::anyhow!(
+            "the unit records do not fit scenario `{}` ({message}): a journal or shard was edited, \
+             or comes from another build; run it again",
+            scenario.meta().name
+        ))
+    })
 }
 
 /// Runs every unit of a scenario and returns its tables (no journal).
@@ -161,19 +172,33 @@ pub struct RunFacts<'a> {
 }
 
 /// Writes `summary.csv`, `trials.csv`, extra tables and `manifest.json` into
-/// `dir`, each atomically.
+/// the existing results folder `dir`, each atomically. The old manifest is
+/// removed first and the new one, with every file's checksum, is written
+/// last: until then the folder counts as unfinished (see
+/// [`crate::report::manifest::read_finished`]).
 pub fn write_outcome(
     dir: &Path,
     scenario: &Scenario,
     outcome: &Outcome,
     facts: &RunFacts<'_>,
 ) -> Result<()> {
-    let mut files = vec!["summary.csv".to_string(), "trials.csv".to_string()];
-    outcome.summary.write(&dir.join("summary.csv"))?;
-    outcome.trials.write(&dir.join("trials.csv"))?;
-    for (file, table) in &outcome.extra {
-        table.write(&dir.join(file))?;
-        files.push(file.clone());
+    crate::report::manifest::remove(dir)?;
+    let mut files = Vec::new();
+    let mut checksums = std::collections::BTreeMap::new();
+    let tables = [
+        ("summary.csv", &outcome.summary),
+        ("trials.csv", &outcome.trials),
+    ]
+    .into_iter()
+    .chain(outcome.extra.iter().map(|(f, t)| (f.as_str(), t)));
+    for (file, table) in tables {
+        let path = outdir::file(dir, file)?;
+        let bytes = table
+            .to_csv()
+            .with_context(|| format!("cannot format {}", path.display()))?;
+        outdir::write_file(&path, &bytes)?;
+        checksums.insert(file.to_string(), units::fnv64(&bytes));
+        files.push(file.to_string());
     }
     let meta = scenario.meta();
     let units = unit_count(scenario);
@@ -210,8 +235,9 @@ pub fn write_outcome(
         threads: facts.threads,
         wall_time_seconds: facts.seconds,
         files,
+        checksums,
     };
-    manifest.write(&dir.join("manifest.json"))
+    manifest.write(dir)
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), if known.
@@ -305,10 +331,9 @@ fn unit_costs(scenario: &Scenario) -> Vec<f64> {
     }
 }
 
-/// Reads a results folder's manifest (for plotting and merging).
+/// Reads a finished results folder's manifest (for plotting and merging);
+/// an unfinished folder is an error (see
+/// [`crate::report::manifest::read_finished`]).
 pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
-    let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    crate::report::manifest::read_finished(dir)
 }
