@@ -12,7 +12,7 @@ use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
 use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
 use crate::experiment::units::{self, CANCEL, Journal, Records, Shard};
-use crate::experiment::{self, RawResult, RunFacts, RunOptions};
+use crate::experiment::{self, RawResult, RunFacts, RunOptions, budget};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, figures};
 use crate::reproduce::{self, ReproduceOptions};
@@ -62,11 +62,7 @@ fn install_ctrl_c() {
 }
 
 fn run(args: RunArgs) -> Result<()> {
-    let threads = match args.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = budget::check_threads(args.threads)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let opts = RunOptions {
         data: data_options(&args.data)?,
@@ -84,6 +80,11 @@ fn run(args: RunArgs) -> Result<()> {
     for arg in &args.scenarios {
         let (mut sc, origin, text) = scenario::load(arg)?;
         sc.override_trials_and_seed(args.trials, args.seed)?;
+        let f = budget::check(&sc)?;
+        if let Some(s) = shard {
+            s.check_units(f.units)
+                .with_context(|| format!("scenario `{}`", sc.meta().name))?;
+        }
         if let Some((_, o, _)) =
             loaded
                 .iter()
@@ -203,11 +204,7 @@ fn plot(args: PlotArgs) -> Result<()> {
 }
 
 fn reproduce(args: ReproduceArgs) -> Result<()> {
-    let threads = match args.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = budget::check_threads(args.threads)?;
     let opts = ReproduceOptions {
         quick: args.quick,
         data_dir: args.data_dir,
@@ -368,7 +365,7 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
     // shards describe it: its name, unit count and fingerprint.
     let mut sc = scenario::parse(&first.scenario_toml, &first.source)?;
     sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
-    let units_total = experiment::unit_count(&sc);
+    let footprint = budget::check(&sc)?;
     if sc.meta().name != first.scenario {
         bail!(
             "{}: shard.json names scenario `{}` but its scenario text is `{}`; re-run the shards",
@@ -377,12 +374,12 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
             sc.meta().name
         );
     }
-    if units_total != first.units_total {
+    if footprint.units != first.units_total {
         bail!(
             "{}: shard.json counts {} units but the scenario has {}; re-run the shards",
             first_dir.display(),
             first.units_total,
-            units_total
+            footprint.units
         );
     }
     let data = DataOptions {
@@ -499,6 +496,10 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
 
 /// `run --plan`: how many units, and what they will cost on this machine.
 fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard>) -> Result<()> {
+    let footprint = budget::check(sc)?;
+    if let Some(s) = shard {
+        s.check_units(footprint.units)?;
+    }
     let names = experiment::unit_names(sc);
     let p = experiment::plan(sc, opts, cache)?;
     let mine = match shard {
@@ -541,10 +542,27 @@ fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard
         seconds,
         seconds / 60.0
     );
+    let total = p.memory_bytes.saturating_add(footprint.bytes);
     println!(
-        "  estimated memory: {:.0} MiB",
-        p.memory_bytes as f64 / (1 << 20) as f64
+        "  estimated memory: {} (model, data and unperturbed run as measured: {}; records and tables: {}){}",
+        budget::human_bytes(total),
+        budget::human_bytes(p.memory_bytes),
+        budget::human_bytes(footprint.bytes),
+        budget::machine_memory().map_or_else(String::new, |m| format!(
+            "; this machine has {}",
+            budget::human_bytes(m)
+        ))
     );
+    if let Some(m) = budget::machine_memory()
+        && total > m
+    {
+        bail!(
+            "scenario `{}` needs about {} of memory, more than the {} this machine has",
+            sc.meta().name,
+            budget::human_bytes(total),
+            budget::human_bytes(m)
+        );
+    }
     Ok(())
 }
 fn progress_bar(len: u64, quiet: bool, name: &str) -> ProgressBar {
@@ -661,21 +679,24 @@ fn list() -> Result<()> {
 fn validate(args: &[String]) -> Result<()> {
     let mut failed = 0;
     for arg in args {
-        match scenario::load(arg) {
-            Ok((sc, origin, _)) => {
-                let points = match &sc {
-                    Scenario::Recovery(r) => r.points().len(),
-                    Scenario::Perturbation(p) => p.series.len(),
-                    Scenario::Precision(p) => p.precision.mantissa_bits.len(),
-                    Scenario::Protocol(p) => p.points().len(),
-                    Scenario::Faults(f) => f.point_count(),
+        match scenario::load(arg).and_then(|(sc, origin, _)| {
+            let f = budget::check(&sc)?;
+            Ok((sc, origin, f))
+        }) {
+            Ok((sc, origin, f)) => {
+                let trials = match &sc {
+                    Scenario::Precision(_) => 1,
+                    _ => sc.meta().trials,
                 };
                 println!(
-                    "ok: {} ({}: {} points x {} trials)",
+                    "ok: {} ({}: {} points x {} trials = {} units; records and tables about {} in memory, \
+                     plus the model and its data)",
                     origin.label,
                     sc.meta().name,
-                    points,
-                    sc.meta().trials
+                    f.points,
+                    trials,
+                    f.units,
+                    budget::human_bytes(f.bytes)
                 );
             }
             Err(e) => {

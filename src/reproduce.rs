@@ -195,9 +195,7 @@ pub fn reproduce(
     progress: &dyn Fn(&str, u64) -> ProgressBar,
     log: &dyn Fn(&str),
 ) -> Result<Reproduction> {
-    if opts.threads == 0 {
-        bail!("--threads must be at least 1");
-    }
+    experiment::budget::check_threads(Some(opts.threads))?;
     let scale = opts.scale();
     if !(scale > 0.0 && scale <= 10.0) {
         bail!("--scale {scale} is outside (0, 10]");
@@ -290,7 +288,10 @@ fn run_one(
         }
     };
     let paper = sc.meta().paper.clone();
-    if let Err(e) = sc.override_trials_and_seed(opts.trials(), None) {
+    if let Err(e) = sc
+        .override_trials_and_seed(opts.trials(), None)
+        .and_then(|()| experiment::budget::check(&sc).map(|_| ()))
+    {
         return failed(paper, None, e);
     }
     let datasets = datasets_of(&sc);

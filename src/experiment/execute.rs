@@ -107,7 +107,11 @@ pub fn execute(
 ) -> Result<Executed> {
     let started = Instant::now();
     let name = &scenario.meta().name;
-    let units = super::unit_count(scenario);
+    // Every check before anything is created.
+    let units = super::budget::check(scenario)?.units;
+    if let Some(s) = exec.shard {
+        s.check_units(units)?;
+    }
     let header = JournalHeader {
         version: env!("CARGO_PKG_VERSION").to_string(),
         scenario: name.clone(),

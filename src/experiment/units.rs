@@ -81,6 +81,27 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// Checks the shard against a scenario of `units` units: a shard count
+    /// above the number of units would leave shards with nothing to do.
+    pub fn check_units(&self, units: usize) -> Result<()> {
+        if self.count == 0 || self.index >= self.count {
+            bail!(
+                "shard {}/{}: INDEX must be in 0..COUNT (0-based)",
+                self.index,
+                self.count
+            );
+        }
+        if self.count > units.max(1) {
+            bail!(
+                "--shard {}/{}: the scenario has only {units} units, so use at most {} shards",
+                self.index,
+                self.count,
+                units.max(1)
+            );
+        }
+        Ok(())
+    }
+
     /// Folder suffix of this shard's results: `shard-<i>-of-<n>`.
     pub fn suffix(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
@@ -89,20 +110,37 @@ impl Shard {
 
 /// Assigns units to `count` shards balancing their total expected cost
 /// (longest-processing-time first; ties go to the lower index), and returns
-/// the units of shard `index`, in increasing order.
+/// the units of shard `index`, in increasing order. The least loaded shard
+/// is kept in a heap, so this takes O(units · log count) (a shard count is
+/// at most the number of units: [`Shard::check_units`]).
 pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
+    use std::cmp::{Ordering as CmpOrdering, Reverse};
+    use std::collections::BinaryHeap;
+    /// A shard's load, ordered as `total_cmp` then by index.
+    #[derive(PartialEq)]
+    struct Load(f64, usize);
+    impl Eq for Load {}
+    impl PartialOrd for Load {
+        fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Load {
+        fn cmp(&self, other: &Self) -> CmpOrdering {
+            self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+        }
+    }
     let mut order: Vec<usize> = (0..costs.len()).collect();
     order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
-    let mut load = vec![0.0f64; shard.count];
+    let count = shard.count.clamp(1, costs.len().max(1));
+    let mut heap: BinaryHeap<Reverse<Load>> = (0..count).map(|i| Reverse(Load(0.0, i))).collect();
     let mut mine = Vec::new();
     for u in order {
-        let target = (0..shard.count)
-            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
-            .expect("at least one shard");
-        load[target] += costs[u].max(0.0);
+        let Reverse(Load(load, target)) = heap.pop().expect("at least one shard");
         if target == shard.index {
             mine.push(u);
         }
+        heap.push(Reverse(Load(load + costs[u].max(0.0), target)));
     }
     mine.sort_unstable();
     mine
@@ -469,6 +507,58 @@ mod tests {
             loads.iter().cloned().fold(0.0, f64::max),
         );
         assert!(hi - lo <= 7.0, "balanced loads {loads:?}");
+    }
+
+    /// The heap gives exactly the assignment of a linear scan for the least
+    /// loaded shard (the former implementation).
+    #[test]
+    fn heap_assignment_matches_the_linear_scan() {
+        fn linear(costs: &[f64], shard: Shard) -> Vec<usize> {
+            let mut order: Vec<usize> = (0..costs.len()).collect();
+            order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+            let mut load = vec![0.0f64; shard.count];
+            let mut mine = Vec::new();
+            for u in order {
+                let target = (0..shard.count)
+                    .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+                    .unwrap();
+                load[target] += costs[u].max(0.0);
+                if target == shard.index {
+                    mine.push(u);
+                }
+            }
+            mine.sort_unstable();
+            mine
+        }
+        let costs: Vec<f64> = (0..257)
+            .map(|u| match u % 5 {
+                0 => 1.0,
+                1 => 0.5 + (u % 13) as f64,
+                2 => 1.0,
+                3 => 0.1 * u as f64,
+                _ => -1.0,
+            })
+            .collect();
+        for count in [1, 2, 3, 7, 64, 257] {
+            for index in 0..count {
+                let s = Shard { index, count };
+                assert_eq!(assign(&costs, s), linear(&costs, s), "{index}/{count}");
+            }
+        }
+    }
+
+    #[test]
+    fn shard_counts_are_bounded_by_the_units() {
+        let s = Shard::parse("0/99999999999").unwrap();
+        let e = s.check_units(28).unwrap_err().to_string();
+        assert!(e.contains("at most 28 shards"), "{e}");
+        Shard {
+            index: 3,
+            count: 28,
+        }
+        .check_units(28)
+        .unwrap();
+        assert!(Shard { index: 5, count: 2 }.check_units(28).is_err());
     }
 
     #[test]
