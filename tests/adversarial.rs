@@ -402,7 +402,7 @@ proptest! {
         prop_assert!(!e.contains("panicked"), "{}", e);
         prop_assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{:?}: {}", o.status, e);
         if o.status.success() {
-            prop_assert!(threads >= 1 && threads <= 100_000 - 1 && trials <= 10_000_000);
+            prop_assert!((1..100_000).contains(&threads) && trials <= 10_000_000);
         } else {
             // The existing --out stays, and nothing is left in it.
             prop_assert!(dir.join("out").is_dir());
@@ -525,6 +525,9 @@ fn two_shards(dir: &Path) {
     }
 }
 
+/// An edit of a shard.json.
+type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+
 fn edit_shard(dir: &Path, shard: usize, edit: impl Fn(&mut serde_json::Value)) {
     let p = dir.join(format!("parts/dly.shard-{shard}-of-2/shard.json"));
     let mut v: serde_json::Value =
@@ -569,7 +572,7 @@ fn edited_shard_files_are_refused_and_nothing_lands_outside_out() {
         )
     };
     let before = tree(&dir);
-    let hostile: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    let hostile: Vec<(&str, Edit)> = vec![
         (
             "scenario",
             Box::new(|v| v["scenario"] = "../../escaped".into()),
