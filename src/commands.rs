@@ -12,7 +12,7 @@ use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
 use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
 use crate::experiment::units::{self, CANCEL, Journal, Records, Shard};
-use crate::experiment::{self, RawResult, RunFacts, RunOptions};
+use crate::experiment::{self, RawResult, RunFacts, RunOptions, budget};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, figures};
 use crate::reproduce::{self, ReproduceOptions};
@@ -62,11 +62,7 @@ fn install_ctrl_c() {
 }
 
 fn run(args: RunArgs) -> Result<()> {
-    let threads = match args.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = budget::check_threads(args.threads)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let opts = RunOptions {
         data: data_options(&args.data)?,
@@ -85,6 +81,11 @@ fn run(args: RunArgs) -> Result<()> {
     for arg in &args.scenarios {
         let (mut sc, origin, text) = scenario::load(arg)?;
         sc.override_trials_and_seed(args.trials, args.seed)?;
+        let f = budget::check(&sc)?;
+        if let Some(s) = shard {
+            s.check_units(f.units)
+                .with_context(|| format!("scenario `{}`", sc.meta().name))?;
+        }
         if let Some((_, o, _)) =
             loaded
                 .iter()
@@ -185,14 +186,8 @@ fn plot(args: PlotArgs) -> Result<()> {
         loaded.push(r);
     }
     if let Some(name) = &args.grid {
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && !name.starts_with('.');
-        if !ok {
-            bail!("--grid {name:?}: use letters, digits, '-', '_' and '.' (it names the files)");
-        }
+        crate::report::outdir::check_name(&format!("{name}.svg"), "--grid name")
+            .with_context(|| format!("--grid {name:?}"))?;
         let out = match &args.out {
             Some(o) => o.clone(),
             None => dirs[0]
@@ -210,11 +205,7 @@ fn plot(args: PlotArgs) -> Result<()> {
 }
 
 fn reproduce(args: ReproduceArgs) -> Result<()> {
-    let threads = match args.threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = budget::check_threads(args.threads)?;
     let opts = ReproduceOptions {
         quick: args.quick,
         data_dir: args.data_dir,
@@ -255,27 +246,84 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
     Ok(())
 }
 
+/// Reads one shard folder: its `shard.json` (every field checked) and its
+/// journal (which must still have the bytes `shard.json` recorded).
+fn read_shard(dir: &std::path::Path) -> Result<(ShardManifest, Records)> {
+    use crate::report::manifest::{fnv64, read_in};
+    let path = dir.join(SHARD_FILE);
+    let text = read_in(dir, SHARD_FILE).with_context(|| {
+        format!(
+            "is {} a finished shard folder (`run --shard`)?",
+            dir.display()
+        )
+    })?;
+    let m: ShardManifest = serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a shard description", path.display()))?;
+    let bad = |what: String| anyhow::anyhow!("{}: {what}; re-run that shard", path.display());
+    if m.program != env!("CARGO_PKG_VERSION") {
+        return Err(bad(format!(
+            "written by scarsim {}, this is {}",
+            m.program,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    crate::report::outdir::check_name(&m.scenario, "scenario name")
+        .map_err(|e| bad(format!("`scenario`: {e}")))?;
+    if m.shard.count == 0 || m.shard.index >= m.shard.count {
+        return Err(bad(format!(
+            "shard {}/{}: the index must be below the count",
+            m.shard.index, m.shard.count
+        )));
+    }
+    if m.shard.count > m.units_total.max(1) {
+        return Err(bad(format!(
+            "{} shards of {} units",
+            m.shard.count, m.units_total
+        )));
+    }
+    if m.units.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("`units` must be increasing unit numbers".into()));
+    }
+    if let Some(&u) = m.units.iter().find(|&&u| u >= m.units_total) {
+        return Err(bad(format!(
+            "unit {u} is beyond the {} units of the scenario",
+            m.units_total
+        )));
+    }
+    if m.trials == 0 || !(m.scale > 0.0 && m.scale <= 10.0) || m.threads == 0 {
+        return Err(bad(format!(
+            "trials = {}, scale = {}, threads = {}: out of range",
+            m.trials, m.scale, m.threads
+        )));
+    }
+    if !(m.wall_time_seconds.is_finite() && m.wall_time_seconds >= 0.0) {
+        return Err(bad(format!("wall time {} s", m.wall_time_seconds)));
+    }
+    if m.source.len() > 4096 || m.source.chars().any(char::is_control) {
+        return Err(bad("`source` is not a file name or bundled name".into()));
+    }
+    let journal = read_in(dir, JOURNAL)?;
+    if fnv64(&journal) != m.journal_checksum {
+        bail!(
+            "{}: the journal does not match shard.json (changed since the shard finished); re-run that shard",
+            dir.display()
+        );
+    }
+    let (header, records, dropped) = Journal::read(&dir.join(JOURNAL), false)?;
+    if dropped > 0 || header.fingerprint != m.fingerprint || header.shard != Some(m.shard) {
+        bail!(
+            "{}: the journal does not match shard.json; re-run that shard",
+            dir.display()
+        );
+    }
+    Ok((m, records))
+}
+
 fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
     let started = Instant::now();
     let mut shards: Vec<(std::path::PathBuf, ShardManifest, Records)> = Vec::new();
     for dir in dirs {
-        let path = dir.join(SHARD_FILE);
-        let text = std::fs::read_to_string(&path).with_context(|| {
-            format!(
-                "cannot read {}: is {} a finished shard folder?",
-                path.display(),
-                dir.display()
-            )
-        })?;
-        let m: ShardManifest = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a shard description", path.display()))?;
-        let (header, records, dropped) = Journal::read(&dir.join(JOURNAL), false)?;
-        if dropped > 0 || header.fingerprint != m.fingerprint || header.shard != Some(m.shard) {
-            bail!(
-                "{}: the journal does not match shard.json; re-run that shard",
-                dir.display()
-            );
-        }
+        let (m, records) = read_shard(dir)?;
         shards.push((dir.clone(), m, records));
     }
     let (first_dir, first, _) = &shards[0];
@@ -295,6 +343,13 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
             Some("the resolved scenario or data options".to_string())
         } else if m.context != first.context {
             Some("their unperturbed runs or data".to_string())
+        } else if m.units_total != first.units_total
+            || m.scenario_toml != first.scenario_toml
+            || m.trials != first.trials
+            || m.synthetic != first.synthetic
+            || m.scale != first.scale
+        {
+            Some("their scenario text, trials or data options".to_string())
         } else {
             None
         };
@@ -307,9 +362,27 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
             );
         }
     }
-    // Rebuild the scenario exactly as the shards ran it.
+    // Rebuild the scenario exactly as the shards ran it, and check that the
+    // shards describe it: its name, unit count and fingerprint.
     let mut sc = scenario::parse(&first.scenario_toml, &first.source)?;
     sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
+    let footprint = budget::check(&sc)?;
+    if sc.meta().name != first.scenario {
+        bail!(
+            "{}: shard.json names scenario `{}` but its scenario text is `{}`; re-run the shards",
+            first_dir.display(),
+            first.scenario,
+            sc.meta().name
+        );
+    }
+    if footprint.units != first.units_total {
+        bail!(
+            "{}: shard.json counts {} units but the scenario has {}; re-run the shards",
+            first_dir.display(),
+            first.units_total,
+            footprint.units
+        );
+    }
     let data = DataOptions {
         synthetic: first.synthetic,
         synthetic_scale: first.scale,
@@ -410,11 +483,12 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
             "shard_wall_time_seconds": shards.iter().map(|s| s.1.wall_time_seconds).collect::<Vec<_>>(),
         }),
     };
-    let dir = out.join(&first.scenario);
+    let mut created = crate::report::outdir::Created::new();
+    let dir = crate::report::outdir::ensure_dir(out, &sc.meta().name, &mut created)?;
     experiment::write_outcome(&dir, &sc, &outcome, &facts)?;
     eprintln!(
         "{}: merged {} shards -> {}",
-        first.scenario,
+        sc.meta().name,
         shards.len(),
         dir.display()
     );
@@ -423,6 +497,10 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
 
 /// `run --plan`: how many units, and what they will cost on this machine.
 fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard>) -> Result<()> {
+    let footprint = budget::check(sc)?;
+    if let Some(s) = shard {
+        s.check_units(footprint.units)?;
+    }
     let names = experiment::unit_names(sc);
     let p = experiment::plan(sc, opts, cache)?;
     let mine = match shard {
@@ -465,10 +543,27 @@ fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard
         seconds,
         seconds / 60.0
     );
+    let total = p.memory_bytes.saturating_add(footprint.bytes);
     println!(
-        "  estimated memory: {:.0} MiB",
-        p.memory_bytes as f64 / (1 << 20) as f64
+        "  estimated memory: {} (model, data and unperturbed run as measured: {}; records and tables: {}){}",
+        budget::human_bytes(total),
+        budget::human_bytes(p.memory_bytes),
+        budget::human_bytes(footprint.bytes),
+        budget::machine_memory().map_or_else(String::new, |m| format!(
+            "; this machine has {}",
+            budget::human_bytes(m)
+        ))
     );
+    if let Some(m) = budget::machine_memory()
+        && total > m
+    {
+        bail!(
+            "scenario `{}` needs about {} of memory, more than the {} this machine has",
+            sc.meta().name,
+            budget::human_bytes(total),
+            budget::human_bytes(m)
+        );
+    }
     Ok(())
 }
 fn progress_bar(len: u64, quiet: bool, name: &str) -> ProgressBar {
@@ -585,21 +680,24 @@ fn list() -> Result<()> {
 fn validate(args: &[String]) -> Result<()> {
     let mut failed = 0;
     for arg in args {
-        match scenario::load(arg) {
-            Ok((sc, origin, _)) => {
-                let points = match &sc {
-                    Scenario::Recovery(r) => r.points().len(),
-                    Scenario::Perturbation(p) => p.series.len(),
-                    Scenario::Precision(p) => p.precision.mantissa_bits.len(),
-                    Scenario::Protocol(p) => p.points().len(),
-                    Scenario::Faults(f) => f.point_count(),
+        match scenario::load(arg).and_then(|(sc, origin, _)| {
+            let f = budget::check(&sc)?;
+            Ok((sc, origin, f))
+        }) {
+            Ok((sc, origin, f)) => {
+                let trials = match &sc {
+                    Scenario::Precision(_) => 1,
+                    _ => sc.meta().trials,
                 };
                 println!(
-                    "ok: {} ({}: {} points x {} trials)",
+                    "ok: {} ({}: {} points x {} trials = {} units; records and tables about {} in memory, \
+                     plus the model and its data)",
                     origin.label,
                     sc.meta().name,
-                    points,
-                    sc.meta().trials
+                    f.points,
+                    trials,
+                    f.units,
+                    budget::human_bytes(f.bytes)
                 );
             }
             Err(e) => {

@@ -20,7 +20,6 @@ use crate::data::{DataCache, DataOptions, DatasetName, presence};
 use crate::engine::ForkMode;
 use crate::experiment::{self, RunOptions};
 use crate::report::figures::{self, Claim, Picture, Results, paper};
-use crate::report::write_atomic;
 use crate::scenario::{self, Scenario, bundled};
 
 /// Trials per point with `--quick`.
@@ -196,9 +195,7 @@ pub fn reproduce(
     progress: &dyn Fn(&str, u64) -> ProgressBar,
     log: &dyn Fn(&str),
 ) -> Result<Reproduction> {
-    if opts.threads == 0 {
-        bail!("--threads must be at least 1");
-    }
+    experiment::budget::check_threads(Some(opts.threads))?;
     let scale = opts.scale();
     if !(scale > 0.0 && scale <= 10.0) {
         bail!("--scale {scale} is outside (0, 10]");
@@ -207,6 +204,15 @@ pub fn reproduce(
         bail!("--trials must be at least 1");
     }
     let started = Instant::now();
+    if opts.resume {
+        let stale = crate::report::outdir::remove_stale_temporaries(&opts.out_dir)?;
+        if stale > 0 {
+            log(&format!(
+                "removed {stale} temporary file(s) left in {} by a process that stopped while writing",
+                opts.out_dir.display()
+            ));
+        }
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .build()
@@ -244,8 +250,9 @@ pub fn reproduce(
     }
     let seconds = started.elapsed().as_secs_f64();
     let text = report_text(opts, &entries, &ok, &grids, seconds)?;
-    let report = opts.out_dir.join(REPORT_FILE);
-    write_atomic(&report, text.as_bytes())?;
+    crate::report::outdir::ensure_root(&opts.out_dir, &mut crate::report::outdir::Created::new())?;
+    let report = crate::report::outdir::file(&opts.out_dir, REPORT_FILE)?;
+    crate::report::outdir::write_file(&report, text.as_bytes())?;
     Ok(Reproduction {
         report,
         figures: figure_files,
@@ -281,7 +288,10 @@ fn run_one(
         }
     };
     let paper = sc.meta().paper.clone();
-    if let Err(e) = sc.override_trials_and_seed(opts.trials(), None) {
+    if let Err(e) = sc
+        .override_trials_and_seed(opts.trials(), None)
+        .and_then(|()| experiment::budget::check(&sc).map(|_| ()))
+    {
         return failed(paper, None, e);
     }
     let datasets = datasets_of(&sc);
@@ -377,14 +387,16 @@ fn run_one(
 /// The finished results of `sc` in its folder under `run_opts.out_dir`, if
 /// they were made from the same inputs: the manifest's fingerprint (program
 /// version, resolved scenario with its trial count and seed, real data or
-/// stand-in and scale) equals this run's and every file it lists is there.
-/// `None` when there is no finished folder; an error says why a folder that
-/// is there cannot be kept.
+/// stand-in and scale) equals this run's, and the folder is finished (its
+/// manifest lists every file with a matching checksum, see
+/// [`crate::report::manifest::read_finished`]). `None` when there is no
+/// manifest; an error says why a folder that has one cannot be kept.
 fn kept_results(sc: &Scenario, run_opts: &RunOptions) -> Result<Option<Results>> {
-    let dir = run_opts.out_dir.join(&sc.meta().name);
-    if !dir.join("manifest.json").is_file() {
+    let dir = crate::report::outdir::join(&run_opts.out_dir, &sc.meta().name)?;
+    if std::fs::symlink_metadata(dir.join(crate::report::manifest::MANIFEST_FILE)).is_err() {
         return Ok(None);
     }
+    crate::report::outdir::remove_stale_temporaries(&dir)?;
     let r = Results::load(&dir)?;
     let want = experiment::fingerprint(sc, &run_opts.data)?;
     if r.manifest["fingerprint"].as_str() != Some(want.as_str()) {
@@ -392,12 +404,6 @@ fn kept_results(sc: &Scenario, run_opts: &RunOptions) -> Result<Option<Results>>
             "{} was made from other inputs (program version, scenario, trials, seed or data differ)",
             dir.display()
         );
-    }
-    for f in r.manifest["files"].as_array().into_iter().flatten() {
-        let f = dir.join(f.as_str().unwrap_or_default());
-        if !f.is_file() {
-            bail!("{} is missing", f.display());
-        }
     }
     Ok(Some(r))
 }

@@ -538,13 +538,14 @@ fn simulated_checkpoint_restart_matches_daly_and_its_optimum() {
         let mut rng = stream(99, Purpose::FailureTime, t, 0);
         let mut times: Vec<f64> = Vec::new();
         for (fi, f) in factors.iter().enumerate() {
-            let (s, _) = simulate_checkpoint_restart(w, f * tau_daly, d, r, |x| {
+            let (s, _) = simulate_checkpoint_restart(w, f * tau_daly, d, r, usize::MAX, |x| {
                 while times.last().is_none_or(|&l| l <= x) {
                     let last = times.last().copied().unwrap_or(0.0);
                     times.push(last + scarsim::faults::failures::exponential(&mut rng, m));
                 }
                 times[times.partition_point(|&y| y <= x)]
-            });
+            })
+            .unwrap();
             walls[fi].push(s.total());
         }
     }

@@ -182,15 +182,20 @@ fn plot_rejects_what_is_not_a_results_folder() {
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("empty") && e.contains("not a scarsim results folder"),
+        e.contains("empty") && e.contains("not a finished scarsim results folder"),
         "{e}"
     );
     assert!(!e.contains("panicked"), "{e}");
     // A summary without the columns a figure needs.
     let bad = dir.join("bad");
     std::fs::create_dir_all(&bad).unwrap();
-    std::fs::write(bad.join("summary.csv"), "a,b\n1,2\n").unwrap();
-    std::fs::write(bad.join("manifest.json"), "{}").unwrap();
+    let summary = "a,b\n1,2\n";
+    std::fs::write(bad.join("summary.csv"), summary).unwrap();
+    let manifest = serde_json::json!({
+        "files": ["summary.csv"],
+        "checksums": { "summary.csv": scarsim::report::manifest::fnv64(summary.as_bytes()) },
+    });
+    std::fs::write(bad.join("manifest.json"), manifest.to_string()).unwrap();
     let o = scarsim(&dir, &["plot", "bad"]);
     assert!(!o.status.success());
     let e = stderr(&o);

@@ -13,7 +13,8 @@ use super::units::{Driver, Interrupted, Journal, JournalHeader, Records, Shard};
 use super::{RunFacts, RunOptions};
 use crate::data::DataCache;
 use crate::report::manifest::Program;
-use crate::report::write_atomic;
+use crate::report::manifest::{fnv64, read_in};
+use crate::report::outdir::{self, Created};
 use crate::scenario::{Origin, Scenario};
 
 /// File name of a run's journal inside its results folder.
@@ -54,8 +55,9 @@ pub enum Executed {
     },
 }
 
-/// What a shard writes next to its journal, and `merge` checks.
+/// What a shard writes next to its journal, last, and `merge` checks.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ShardManifest {
     /// Program version.
     pub program: String,
@@ -87,6 +89,9 @@ pub struct ShardManifest {
     pub wall_time_seconds: f64,
     /// Threads used.
     pub threads: usize,
+    /// [`fnv64`] of the journal's bytes when the shard finished: `merge`
+    /// takes the journal only if it still has them.
+    pub journal_checksum: String,
 }
 
 /// Runs `scenario` into `<out>/<name>/` (or its shard folder), journalling
@@ -102,19 +107,32 @@ pub fn execute(
 ) -> Result<Executed> {
     let started = Instant::now();
     let name = &scenario.meta().name;
-    let units = super::unit_count(scenario);
-    let dir = match exec.shard {
-        Some(s) => opts.out_dir.join(format!("{name}.{}", s.suffix())),
-        None => opts.out_dir.join(name),
-    };
-    let journal_path = dir.join(JOURNAL);
+    // Every check before anything is created.
+    let units = super::budget::check(scenario)?.units;
+    if let Some(s) = exec.shard {
+        s.check_units(units)?;
+    }
     let header = JournalHeader {
         version: env!("CARGO_PKG_VERSION").to_string(),
         scenario: name.clone(),
         fingerprint: super::fingerprint(scenario, &opts.data)?,
         shard: exec.shard,
     };
-    let (journal, resumed) = if exec.resume && journal_path.is_file() {
+    let dir_name = match exec.shard {
+        Some(s) => format!("{name}.{}", s.suffix()),
+        None => name.clone(),
+    };
+    let mut created = Created::new();
+    let dir = outdir::ensure_dir(&opts.out_dir, &dir_name, &mut created)?;
+    let journal_path = outdir::join(&dir, JOURNAL)?;
+    let stale = outdir::remove_stale_temporaries(&dir)?;
+    if stale > 0 {
+        (exec.log)(&format!(
+            "removed {stale} temporary file(s) left by a process that stopped while writing"
+        ));
+    }
+    let existing = std::fs::symlink_metadata(&journal_path).is_ok();
+    let (journal, resumed) = if exec.resume && existing {
         let (h, records, dropped) = Journal::read(&journal_path, true)?;
         if h != header {
             bail!(
@@ -140,7 +158,14 @@ pub fn execute(
                 journal_path.display()
             ));
         }
-        (Journal::create(&journal_path, &header)?, Records::new())
+        match Journal::create(&journal_path, &header) {
+            Ok(j) => (j, Records::new()),
+            Err(e) => {
+                // A full disk at the start: leave no empty folder behind.
+                created.remove_empty();
+                return Err(e.context(format!("scenario `{name}` ({})", origin.label)));
+            }
+        }
     };
     let resumed_count = resumed.len();
     let driver = Driver::new(exec.shard, resumed, Some(journal), progress, exec.cancel);
@@ -151,10 +176,10 @@ pub fn execute(
                 && driver.finished_count() == 0
                 && resumed_count == 0
             {
-                // Nothing worth resuming: leave no trace of the failed run.
+                // Nothing worth resuming: leave no trace of the failed run,
+                // and remove only the folders this run created.
                 std::fs::remove_file(&journal_path).ok();
-                std::fs::remove_dir(&dir).ok();
-                std::fs::remove_dir(&opts.out_dir).ok();
+                created.remove_empty();
             }
             return Err(e.context(format!("scenario `{name}` ({})", origin.label)));
         }
@@ -178,10 +203,11 @@ pub fn execute(
                 context: raw.context.clone(),
                 wall_time_seconds: seconds,
                 threads: opts.threads,
+                journal_checksum: fnv64(&read_in(&dir, JOURNAL)?),
             };
             let mut bytes = serde_json::to_vec_pretty(&manifest)?;
             bytes.push(b'\n');
-            write_atomic(&dir.join(SHARD_FILE), &bytes)?;
+            outdir::write_file(&outdir::file(&dir, SHARD_FILE)?, &bytes)?;
             Ok(Executed::Shard {
                 dir,
                 units: raw.records.len(),

@@ -325,7 +325,7 @@ pub fn run_raw(
             driver,
             json!({ "measure": "interval" }),
             || (),
-            |_, p, t| Ok(serde_json::to_value(interval_trial(sc, i, p, t))?),
+            |_, p, t| Ok(serde_json::to_value(interval_trial(sc, i, p, t)?)?),
         ),
     }
 }
@@ -336,14 +336,38 @@ pub fn tables(sc: &FaultsScenario, raw: &RawResult) -> Result<Outcome> {
         FaultsMeasure::Wallclock(w) => {
             let ctx: ModelContext =
                 serde_json::from_value(raw.context.clone()).context("malformed faults context")?;
-            Ok(wallclock_tables(sc, w, &decode(sc, raw)?, &ctx))
+            let runs: Vec<PsRun> = decode(sc, raw)?;
+            let n = w.grid_points();
+            if let Some(u) = runs
+                .iter()
+                .position(|r| r.grid_loss.len() != n || r.grid_accuracy.len() != n)
+            {
+                anyhow::bail!(
+                    "malformed record of unit {u}: its curves have {} points, the grid {n}",
+                    runs[u].grid_loss.len()
+                );
+            }
+            Ok(wallclock_tables(sc, w, &runs, &ctx))
         }
         FaultsMeasure::Iterations(i) => {
             let ctx: IterationsContext =
                 serde_json::from_value(raw.context.clone()).context("malformed faults context")?;
             Ok(iterations_tables(sc, i, &decode(sc, raw)?, &ctx))
         }
-        FaultsMeasure::Interval(i) => Ok(interval_tables(sc, i, &decode(sc, raw)?)),
+        FaultsMeasure::Interval(i) => {
+            let runs: Vec<IntervalTrial> = decode(sc, raw)?;
+            let n = i.factors.len();
+            if let Some(u) = runs
+                .iter()
+                .position(|r| r.splits.len() != n || r.failures.len() != n)
+            {
+                anyhow::bail!(
+                    "malformed record of unit {u}: it has {} time splits for the {n} intervals",
+                    runs[u].splits.len()
+                );
+            }
+            Ok(interval_tables(sc, i, &runs))
+        }
     }
 }
 
@@ -956,7 +980,17 @@ pub fn interval_tau(cfg: &IntervalConfig, m: f64, f: f64) -> f64 {
     f * daly::daly_interval(cfg.checkpoint_time, m)
 }
 
-fn interval_trial(sc: &FaultsScenario, cfg: &IntervalConfig, p: usize, t: usize) -> IntervalTrial {
+/// Most segments and failures one simulated timeline may take (ten times
+/// the expected number the scenario is allowed, see
+/// [`crate::scenario::faults::MAX_TIMELINE_STEPS`]).
+const TIMELINE_STEP_LIMIT: usize = 100_000_000;
+
+fn interval_trial(
+    sc: &FaultsScenario,
+    cfg: &IntervalConfig,
+    p: usize,
+    t: usize,
+) -> Result<IntervalTrial> {
     let m = cfg.mtbf[p];
     let mut times = PoissonTimes {
         rng: stream(sc.meta.seed, Purpose::FailureTime, t as u64, p as u64),
@@ -972,12 +1006,14 @@ fn interval_trial(sc: &FaultsScenario, cfg: &IntervalConfig, p: usize, t: usize)
             tau,
             cfg.checkpoint_time,
             cfg.restart_time,
+            TIMELINE_STEP_LIMIT,
             |x| times.after(x),
-        );
+        )
+        .map_err(|e| anyhow::anyhow!("MTBF {m} s, interval {tau} s, trial {t}: {e}"))?;
         splits.push(s);
         failures.push(n);
     }
-    IntervalTrial { splits, failures }
+    Ok(IntervalTrial { splits, failures })
 }
 
 fn interval_tables(sc: &FaultsScenario, cfg: &IntervalConfig, runs: &[IntervalTrial]) -> Outcome {

@@ -8,6 +8,7 @@
 //! unperturbed runs), and `tables` turns the records of *all* units into the
 //! output tables.
 
+pub mod budget;
 pub mod execute;
 pub mod faults;
 pub mod perturbation;
@@ -28,8 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
-use crate::report::{Manifest, Table, manifest::Program};
-use crate::scenario::{Origin, Scenario};
+use crate::report::{Manifest, Table, manifest::Program, outdir};
+use crate::scenario::{self, Origin, Scenario};
 use units::{Driver, Records};
 
 /// How to run scenarios (from the command line).
@@ -77,9 +78,10 @@ pub struct RawResult {
     pub records: Records,
 }
 
-/// Number of units (point × trial) of a scenario.
+/// Number of units (point × trial) of a scenario, counted without listing
+/// them (saturating: [`budget::check`] refuses scenarios that large).
 pub fn unit_count(scenario: &Scenario) -> usize {
-    unit_names(scenario).len()
+    usize::try_from(budget::unit_count(scenario)).unwrap_or(usize::MAX)
 }
 
 /// A readable name for every unit, in unit order.
@@ -110,14 +112,25 @@ pub fn run_raw(
 }
 
 /// Builds the output tables from the records of every unit.
+///
+/// Records come back from journals and shards, files a user can edit; a
+/// record that decodes but does not fit the scenario (e.g. a curve of the
+/// wrong length) is an error here, never a panic.
 pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
-    match scenario {
+    let build = || match scenario {
         Scenario::Recovery(s) => recovery::tables(s, raw),
         Scenario::Perturbation(s) => perturbation::tables(s, raw),
         Scenario::Precision(s) => precision::tables(s, raw),
         Scenario::Protocol(s) => protocol::tables(s, raw),
         Scenario::Faults(s) => faults::tables(s, raw),
-    }
+    };
+    crate::report::guard::without_panics(build).unwrap_or_else(|message| {
+        Err(anyhow::anyhow!(
+            "the unit records do not fit scenario `{}` ({message}): a journal or shard was edited, \
+             or comes from another build; run it again",
+            scenario.meta().name
+        ))
+    })
 }
 
 /// Runs every unit of a scenario and returns its tables (no journal).
@@ -165,19 +178,33 @@ pub struct RunFacts<'a> {
 }
 
 /// Writes `summary.csv`, `trials.csv`, extra tables and `manifest.json` into
-/// `dir`, each atomically.
+/// the existing results folder `dir`, each atomically. The old manifest is
+/// removed first and the new one, with every file's checksum, is written
+/// last: until then the folder counts as unfinished (see
+/// [`crate::report::manifest::read_finished`]).
 pub fn write_outcome(
     dir: &Path,
     scenario: &Scenario,
     outcome: &Outcome,
     facts: &RunFacts<'_>,
 ) -> Result<()> {
-    let mut files = vec!["summary.csv".to_string(), "trials.csv".to_string()];
-    outcome.summary.write(&dir.join("summary.csv"))?;
-    outcome.trials.write(&dir.join("trials.csv"))?;
-    for (file, table) in &outcome.extra {
-        table.write(&dir.join(file))?;
-        files.push(file.clone());
+    crate::report::manifest::remove(dir)?;
+    let mut files = Vec::new();
+    let mut checksums = std::collections::BTreeMap::new();
+    let tables = [
+        ("summary.csv", &outcome.summary),
+        ("trials.csv", &outcome.trials),
+    ]
+    .into_iter()
+    .chain(outcome.extra.iter().map(|(f, t)| (f.as_str(), t)));
+    for (file, table) in tables {
+        let path = outdir::file(dir, file)?;
+        let bytes = table
+            .to_csv()
+            .with_context(|| format!("cannot format {}", path.display()))?;
+        outdir::write_file(&path, &bytes)?;
+        checksums.insert(file.to_string(), units::fnv64(&bytes));
+        files.push(file.to_string());
     }
     let meta = scenario.meta();
     let units = unit_count(scenario);
@@ -214,8 +241,9 @@ pub fn write_outcome(
         threads: facts.threads,
         wall_time_seconds: facts.seconds,
         files,
+        checksums,
     };
-    manifest.write(&dir.join("manifest.json"))
+    manifest.write(dir)
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), if known.
@@ -267,29 +295,121 @@ pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result
     }
 }
 
-/// A plan for kinds without an unperturbed run: time the costliest unit and
+/// Work of a sample unit in [`plan_by_sample`] (iterations, updates,
+/// expected events): larger units are timed on a copy cut down to this much
+/// work and the time is scaled up, so `--plan` never runs a huge unit.
+const PLAN_SAMPLE_WORK: f64 = 20_000.0;
+
+/// `sc` with the work of each unit cut to about [`PLAN_SAMPLE_WORK`], and the
+/// factor by which the real units' work is larger (1 if `sc` is small enough).
+fn plan_sample(sc: &Scenario) -> (Scenario, f64) {
+    let mut small = sc.clone();
+    let cut = |work: f64| (work / PLAN_SAMPLE_WORK).max(1.0);
+    let factor = match &mut small {
+        Scenario::Precision(p) => {
+            let spec = &mut p.precision;
+            let f = cut(spec.iterations as f64);
+            if f > 1.0 {
+                spec.iterations = PLAN_SAMPLE_WORK as usize;
+                spec.tail = spec.tail.min(spec.iterations / 2).max(1);
+            }
+            f
+        }
+        Scenario::Protocol(p) => {
+            let workers = p.workers.iter().copied().max().unwrap_or(1) as f64;
+            let per =
+                p.compute_time.mean() + p.communication_time.as_ref().map_or(0.0, |d| d.mean());
+            match &mut p.measure {
+                scenario::protocol::Measure::Runtime(rt) => {
+                    let f = cut((rt.warmup_updates + rt.updates) as f64);
+                    if f > 1.0 {
+                        rt.warmup_updates = (rt.warmup_updates as f64 / f) as u64;
+                        rt.updates = ((rt.updates as f64 / f) as u64).max(1);
+                    }
+                    f
+                }
+                scenario::protocol::Measure::Training(t) => {
+                    let events = if per.is_finite() && per > 0.0 {
+                        t.horizon / per * workers
+                    } else {
+                        1.0
+                    };
+                    let f = cut(events);
+                    t.horizon /= f;
+                    f
+                }
+            }
+        }
+        Scenario::Faults(fs) => match &mut fs.measure {
+            scenario::faults::FaultsMeasure::Wallclock(w) => {
+                let workers = w.workers.iter().copied().max().unwrap_or(1) as f64;
+                let per =
+                    w.compute_time.mean() + w.communication_time.as_ref().map_or(0.0, |d| d.mean());
+                let events = if per.is_finite() && per > 0.0 {
+                    w.horizon / per * workers
+                } else {
+                    1.0
+                };
+                let f = cut(events);
+                w.horizon /= f;
+                f
+            }
+            scenario::faults::FaultsMeasure::Interval(i) => {
+                // Steps of a timeline: segments plus failures (the parser
+                // bounds their expected number).
+                let steps = i
+                    .mtbf
+                    .iter()
+                    .flat_map(|&m| i.factors.iter().map(move |&f| (m, f)))
+                    .map(|(m, f)| {
+                        let tau = f * crate::faults::daly::daly_interval(i.checkpoint_time, m);
+                        crate::faults::daly::expected_wall_time(
+                            i.solve_time,
+                            tau,
+                            i.checkpoint_time,
+                            i.restart_time,
+                            m,
+                        ) / m
+                            + i.solve_time / tau
+                    })
+                    .fold(1.0, f64::max);
+                let f = cut(steps);
+                i.solve_time /= f;
+                f
+            }
+            scenario::faults::FaultsMeasure::Iterations(_) => 1.0,
+        },
+        Scenario::Recovery(_) | Scenario::Perturbation(_) => 1.0,
+    };
+    (small, factor)
+}
+
+/// A plan for kinds without an unperturbed run: time the costliest unit
+/// (cut down to a small sample of its work, see [`plan_sample`]) and
 /// extrapolate by the units' relative costs.
 fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
-    let names = unit_names(scenario);
+    let units = unit_count(scenario);
     let never = AtomicBool::new(false);
     let hidden = ProgressBar::hidden();
+    let (sample, factor) = plan_sample(scenario);
     // With one shard per unit, shard 0 holds exactly the costliest unit.
     let one = units::Shard {
         index: 0,
-        count: names.len().max(1),
+        count: unit_count(&sample).max(1),
     };
     let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never);
     let started = std::time::Instant::now();
-    run_raw(scenario, opts, cache, &driver)?;
-    let sample = started.elapsed().as_secs_f64();
+    run_raw(&sample, opts, cache, &driver)?;
+    let sample_seconds = started.elapsed().as_secs_f64() * factor;
     // Unit costs are what the kind uses to balance shards (e.g. workers per
     // protocol unit); the costliest one was timed.
     let costs = unit_costs(scenario);
+    debug_assert_eq!(costs.len(), units);
     let max = costs.iter().cloned().fold(f64::MIN_POSITIVE, f64::max);
     Ok(Plan {
         baseline_iterations: 0,
         baseline_seconds: 0.0,
-        trial_seconds: sample * costs.iter().sum::<f64>() / max,
+        trial_seconds: sample_seconds * costs.iter().sum::<f64>() / max,
         trial_iterations: costs.iter().sum(),
         shared_units: 0,
         memory_bytes: peak_memory_bytes().unwrap_or(0),
@@ -309,10 +429,9 @@ fn unit_costs(scenario: &Scenario) -> Vec<f64> {
     }
 }
 
-/// Reads a results folder's manifest (for plotting and merging).
+/// Reads a finished results folder's manifest (for plotting and merging);
+/// an unfinished folder is an error (see
+/// [`crate::report::manifest::read_finished`]).
 pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
-    let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    crate::report::manifest::read_finished(dir)
 }

@@ -254,12 +254,17 @@ pub fn run_raw(
             serde_json::json!({ "measure": "runtime" }),
             |pi, t| {
                 let points = scenario.points();
-                Ok(serde_json::to_value(runtime_trial(
-                    scenario,
-                    rt,
-                    &points[pi],
-                    t,
-                ))?)
+                let trial = runtime_trial(scenario, rt, &points[pi], t);
+                if !trial.time_per_iteration.is_finite() {
+                    anyhow::bail!(
+                        "{} at P = {}, trial {t}: the simulated time overflowed ({} s per iteration); \
+                         the delays are too long for f64 times",
+                        points[pi].label,
+                        points[pi].workers,
+                        trial.time_per_iteration
+                    );
+                }
+                Ok(serde_json::to_value(trial)?)
             },
         ),
         Measure::Training(tc) => build_gradient_and_visit(
@@ -337,6 +342,16 @@ pub fn tables(scenario: &ProtocolScenario, raw: &RawResult) -> Result<Outcome> {
             let ctx: TrainingContext = serde_json::from_value(raw.context.clone())
                 .context("malformed protocol context (was it written by another version?)")?;
             let results: Vec<TrainingTrial> = decode(scenario, raw)?;
+            let n = tc.grid_points();
+            if let Some(u) = results
+                .iter()
+                .position(|r| r.grid_loss.len() != n || r.grid_updates.len() != n)
+            {
+                anyhow::bail!(
+                    "malformed record of unit {u}: its curves have {} points, the grid {n}",
+                    results[u].grid_loss.len()
+                );
+            }
             let points = scenario.points();
             Ok(training_tables(
                 scenario,
@@ -774,10 +789,15 @@ impl GradientVisitor for TrainingVisitor<'_> {
                     let records = chunk
                         .iter()
                         .map(|&u| {
-                            Ok((
-                                u,
-                                serde_json::to_value(run_one(ws, units[u].0, units[u].1))?,
-                            ))
+                            let trial = run_one(ws, units[u].0, units[u].1);
+                            if !trial.last_update_time.is_finite() {
+                                anyhow::bail!(
+                                    "unit {u}: the simulated time overflowed (last update at {} s); \
+                                     the delays are too long for f64 times",
+                                    trial.last_update_time
+                                );
+                            }
+                            Ok((u, serde_json::to_value(trial)?))
                         })
                         .collect::<Result<Vec<_>>>()?;
                     driver.finished(&records)?;

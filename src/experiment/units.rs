@@ -9,8 +9,8 @@
 //! the files an unsharded run writes.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
+
+use crate::report::outdir;
+
+/// Longest journal line read back (a longer one counts as torn).
+const MAX_LINE_BYTES: u64 = 1 << 30;
 
 /// Set by Ctrl-C (see `commands`): running cohorts stop and the run exits
 /// with its journal intact.
@@ -76,6 +81,27 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// Checks the shard against a scenario of `units` units: a shard count
+    /// above the number of units would leave shards with nothing to do.
+    pub fn check_units(&self, units: usize) -> Result<()> {
+        if self.count == 0 || self.index >= self.count {
+            bail!(
+                "shard {}/{}: INDEX must be in 0..COUNT (0-based)",
+                self.index,
+                self.count
+            );
+        }
+        if self.count > units.max(1) {
+            bail!(
+                "--shard {}/{}: the scenario has only {units} units, so use at most {} shards",
+                self.index,
+                self.count,
+                units.max(1)
+            );
+        }
+        Ok(())
+    }
+
     /// Folder suffix of this shard's results: `shard-<i>-of-<n>`.
     pub fn suffix(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
@@ -84,34 +110,43 @@ impl Shard {
 
 /// Assigns units to `count` shards balancing their total expected cost
 /// (longest-processing-time first; ties go to the lower index), and returns
-/// the units of shard `index`, in increasing order.
+/// the units of shard `index`, in increasing order. The least loaded shard
+/// is kept in a heap, so this takes O(units · log count) (a shard count is
+/// at most the number of units: [`Shard::check_units`]).
 pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
+    use std::cmp::{Ordering as CmpOrdering, Reverse};
+    use std::collections::BinaryHeap;
+    /// A shard's load, ordered as `total_cmp` then by index.
+    #[derive(PartialEq)]
+    struct Load(f64, usize);
+    impl Eq for Load {}
+    impl PartialOrd for Load {
+        fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Load {
+        fn cmp(&self, other: &Self) -> CmpOrdering {
+            self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+        }
+    }
     let mut order: Vec<usize> = (0..costs.len()).collect();
     order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
-    let mut load = vec![0.0f64; shard.count];
+    let count = shard.count.clamp(1, costs.len().max(1));
+    let mut heap: BinaryHeap<Reverse<Load>> = (0..count).map(|i| Reverse(Load(0.0, i))).collect();
     let mut mine = Vec::new();
     for u in order {
-        let target = (0..shard.count)
-            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
-            .expect("at least one shard");
-        load[target] += costs[u].max(0.0);
+        let Reverse(Load(load, target)) = heap.pop().expect("at least one shard");
         if target == shard.index {
             mine.push(u);
         }
+        heap.push(Reverse(Load(load + costs[u].max(0.0), target)));
     }
     mine.sort_unstable();
     mine
 }
 
-/// FNV-1a over bytes, as 16 hex digits (checksums and fingerprints).
-pub fn fnv64(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
+pub use crate::report::manifest::fnv64;
 
 /// The first line of a journal: what it belongs to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,22 +178,61 @@ fn line_for<T: Serialize>(value: &T) -> Result<String> {
     Ok(format!("{}\t{json}\n", fnv64(json.as_bytes())))
 }
 
+/// Lines (complete or not) left in `r`, read in chunks (a hostile journal
+/// may hold one enormous line).
+fn count_lines(r: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut lines = 0;
+    let mut open = false;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(lines + usize::from(open));
+        }
+        let n = buf.len();
+        let newlines = buf.iter().filter(|&&b| b == b'\n').count();
+        lines += newlines;
+        open = buf[n - 1] != b'\n';
+        r.consume(n);
+    }
+}
+
 fn parse_line(line: &str) -> Option<&str> {
     let (sum, json) = line.split_once('\t')?;
     (fnv64(json.as_bytes()) == sum).then_some(json)
 }
 
 impl Journal {
-    /// Starts a new journal at `path` (replacing any old one).
+    /// Starts a new journal at `path` (replacing any old one; its folder is
+    /// created if missing): the header goes to a temporary file created
+    /// exclusively in the same folder, which is then renamed over `path`, so
+    /// a link planted there is replaced, never written through, and a
+    /// failed start (a full disk) leaves no journal behind.
     pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create folder {}", dir.display()))?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create folder {}", dir.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let line = line_for(header)?;
+        let (mut file, tmp) = outdir::create_temp(dir, &name)?;
+        let written = (|| -> Result<()> {
+            outdir::injected_failure(&name)
+                .and_then(|_| file.write_all(line.as_bytes()))
+                .and_then(|_| file.sync_all())
+                .with_context(|| format!("cannot write journal {}", path.display()))?;
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot create journal {}", path.display()))
+        })();
+        if let Err(e) = written {
+            std::fs::remove_file(&tmp).ok();
+            return Err(e);
         }
-        let mut file = File::create(path)
-            .with_context(|| format!("cannot create journal {}", path.display()))?;
-        file.write_all(line_for(header)?.as_bytes())
-            .with_context(|| format!("cannot write journal {}", path.display()))?;
+        outdir::sync_dir(dir);
         Ok(Journal {
             file,
             path: path.to_path_buf(),
@@ -168,10 +242,15 @@ impl Journal {
     /// Reads the journal at `path`: its header and every intact unit line.
     /// Reading stops at the first torn or corrupt line (a crash mid-write);
     /// with `truncate` the file is cut there so appends continue cleanly.
-    /// Returns the records and the number of lines dropped.
+    /// Returns the records and the number of lines dropped. A link at
+    /// `path` is refused.
     pub fn read(path: &Path, truncate: bool) -> Result<(JournalHeader, Records, usize)> {
-        let file =
-            File::open(path).with_context(|| format!("cannot open journal {}", path.display()))?;
+        let file = outdir::open_read(path).with_context(|| {
+            format!(
+                "cannot open journal {} (it must be a plain file)",
+                path.display()
+            )
+        })?;
         let mut reader = BufReader::new(file);
         let mut line = String::new();
         let mut good_bytes = 0u64;
@@ -180,7 +259,8 @@ impl Journal {
         let mut dropped = 0;
         loop {
             line.clear();
-            let n = reader
+            let n = (&mut reader)
+                .take(MAX_LINE_BYTES)
                 .read_line(&mut line)
                 .with_context(|| format!("cannot read journal {}", path.display()))?;
             if n == 0 {
@@ -188,7 +268,8 @@ impl Journal {
             }
             let intact = line.ends_with('\n') && parse_line(line.trim_end_matches('\n')).is_some();
             if !intact {
-                dropped = 1 + reader.lines().count();
+                dropped = 1 + count_lines(&mut reader)
+                    .with_context(|| format!("cannot read journal {}", path.display()))?;
                 break;
             }
             let json = parse_line(line.trim_end_matches('\n')).expect("checked");
@@ -210,9 +291,7 @@ impl Journal {
             );
         };
         if truncate && dropped > 0 {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
+            let f = outdir::open_existing(path, false)
                 .with_context(|| format!("cannot open journal {}", path.display()))?;
             f.set_len(good_bytes)
                 .with_context(|| format!("cannot truncate journal {}", path.display()))?;
@@ -220,12 +299,15 @@ impl Journal {
         Ok((header, records, dropped))
     }
 
-    /// Opens an existing journal for appending (after [`Journal::read`]).
+    /// Opens an existing journal for appending (after [`Journal::read`]);
+    /// a link at `path` is refused.
     pub fn append_to(path: &Path) -> Result<Journal> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open journal {}", path.display()))?;
+        let file = outdir::open_existing(path, true).with_context(|| {
+            format!(
+                "cannot open journal {} (it must be a plain file)",
+                path.display()
+            )
+        })?;
         Ok(Journal {
             file,
             path: path.to_path_buf(),
@@ -241,8 +323,13 @@ impl Journal {
                 record: record.clone(),
             })?);
         }
-        self.file
-            .write_all(text.as_bytes())
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        outdir::injected_failure(&name)
+            .and_then(|_| self.file.write_all(text.as_bytes()))
             .and_then(|_| self.file.flush())
             .with_context(|| format!("cannot append to journal {}", self.path.display()))
     }
@@ -420,6 +507,58 @@ mod tests {
             loads.iter().cloned().fold(0.0, f64::max),
         );
         assert!(hi - lo <= 7.0, "balanced loads {loads:?}");
+    }
+
+    /// The heap gives exactly the assignment of a linear scan for the least
+    /// loaded shard (the former implementation).
+    #[test]
+    fn heap_assignment_matches_the_linear_scan() {
+        fn linear(costs: &[f64], shard: Shard) -> Vec<usize> {
+            let mut order: Vec<usize> = (0..costs.len()).collect();
+            order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+            let mut load = vec![0.0f64; shard.count];
+            let mut mine = Vec::new();
+            for u in order {
+                let target = (0..shard.count)
+                    .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+                    .unwrap();
+                load[target] += costs[u].max(0.0);
+                if target == shard.index {
+                    mine.push(u);
+                }
+            }
+            mine.sort_unstable();
+            mine
+        }
+        let costs: Vec<f64> = (0..257)
+            .map(|u| match u % 5 {
+                0 => 1.0,
+                1 => 0.5 + (u % 13) as f64,
+                2 => 1.0,
+                3 => 0.1 * u as f64,
+                _ => -1.0,
+            })
+            .collect();
+        for count in [1, 2, 3, 7, 64, 257] {
+            for index in 0..count {
+                let s = Shard { index, count };
+                assert_eq!(assign(&costs, s), linear(&costs, s), "{index}/{count}");
+            }
+        }
+    }
+
+    #[test]
+    fn shard_counts_are_bounded_by_the_units() {
+        let s = Shard::parse("0/99999999999").unwrap();
+        let e = s.check_units(28).unwrap_err().to_string();
+        assert!(e.contains("at most 28 shards"), "{e}");
+        Shard {
+            index: 3,
+            count: 28,
+        }
+        .check_units(28)
+        .unwrap();
+        assert!(Shard { index: 5, count: 2 }.check_units(28).is_err());
     }
 
     #[test]

@@ -103,20 +103,38 @@ impl TimeSplit {
 /// loses everything since the last completed checkpoint and costs a restart
 /// of `restart` before work resumes. `next_failure(t)` gives the first failure
 /// time strictly after `t` (a Poisson process or a trace; `f64::INFINITY` for none).
-/// Returns the time split and the number of failures that struck.
+/// Returns the time split and the number of failures that struck, or
+/// [`TooManySteps`] once more than `max_steps` segments and failures have
+/// been played (failures that come faster than a segment and its checkpoint
+/// take would otherwise never let the timeline finish).
 pub fn simulate_checkpoint_restart(
     solve: f64,
     tau: f64,
     delta: f64,
     restart: f64,
+    max_steps: usize,
     mut next_failure: impl FnMut(f64) -> f64,
-) -> (TimeSplit, usize) {
+) -> Result<(TimeSplit, usize), TooManySteps> {
     let mut split = TimeSplit::default();
     let mut t = 0.0;
     let mut done = 0.0;
     let mut failures = 0;
+    let mut steps = 0usize;
     let mut fail_at = next_failure(0.0);
+    let mut step = |t: f64, done: f64| {
+        steps += 1;
+        if steps > max_steps {
+            Err(TooManySteps {
+                steps: max_steps,
+                time: t,
+                done,
+            })
+        } else {
+            Ok(())
+        }
+    };
     while done < solve - 1e-12 * solve.max(1.0) {
+        step(t, done)?;
         let compute = tau.min(solve - done);
         let end = t + compute + delta;
         if fail_at >= end {
@@ -133,6 +151,7 @@ pub fn simulate_checkpoint_restart(
         fail_at = next_failure(t);
         // Restart; a failure during the restart starts it again.
         while fail_at < t + restart {
+            step(t, done)?;
             failures += 1;
             split.restart += fail_at - t;
             t = fail_at;
@@ -141,8 +160,33 @@ pub fn simulate_checkpoint_restart(
         split.restart += restart;
         t += restart;
     }
-    (split, failures)
+    Ok((split, failures))
 }
+
+/// A timeline that did not finish within its step limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TooManySteps {
+    /// The limit of segments and failures that was reached.
+    pub steps: usize,
+    /// Simulated time by then.
+    pub time: f64,
+    /// Work kept by then.
+    pub done: f64,
+}
+
+impl std::fmt::Display for TooManySteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the checkpoint/restart timeline did not finish within {} segments and failures \
+             (after {:.3e} s of simulated time only {:.3e} s of work was kept): failures come faster \
+             than a segment and its checkpoint complete",
+            self.steps, self.time, self.done
+        )
+    }
+}
+
+impl std::error::Error for TooManySteps {}
 
 #[cfg(test)]
 mod tests {
@@ -173,13 +217,14 @@ mod tests {
         // rework 2. Restart [7,9) is hit at 8 → restart 1, restart again [8,10).
         // [10,15): seg 2 + ckpt. [15,18): seg 3 (2) + ckpt. Total 18.
         let fails = [7.0, 8.0];
-        let (s, n) = simulate_checkpoint_restart(10.0, 4.0, 1.0, 2.0, |t| {
+        let (s, n) = simulate_checkpoint_restart(10.0, 4.0, 1.0, 2.0, 100, |t| {
             fails
                 .iter()
                 .copied()
                 .find(|&f| f > t)
                 .unwrap_or(f64::INFINITY)
-        });
+        })
+        .unwrap();
         assert_eq!(n, 2);
         assert_eq!(s.solve, 10.0);
         assert_eq!(s.dump, 3.0);
@@ -190,8 +235,19 @@ mod tests {
 
     #[test]
     fn no_failures_costs_solve_plus_dumps() {
-        let (s, n) = simulate_checkpoint_restart(9.0, 4.0, 0.5, 2.0, |_| f64::INFINITY);
+        let (s, n) =
+            simulate_checkpoint_restart(9.0, 4.0, 0.5, 2.0, 100, |_| f64::INFINITY).unwrap();
         assert_eq!(n, 0);
         assert_eq!(s.total(), 9.0 + 3.0 * 0.5);
+    }
+
+    #[test]
+    fn failures_faster_than_a_segment_end_in_an_error() {
+        // A failure every second against a 60 s checkpoint: never finishes.
+        let e = simulate_checkpoint_restart(100.0, 1.0, 60.0, 0.0, 1000, |t| t.floor() + 1.0)
+            .unwrap_err();
+        assert_eq!(e.steps, 1000);
+        assert_eq!(e.done, 0.0);
+        assert!(e.to_string().contains("did not finish"), "{e}");
     }
 }

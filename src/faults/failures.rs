@@ -135,9 +135,18 @@ pub fn exponential(rng: &mut SimRng, mean: f64) -> f64 {
     -mean * (1.0 - u).ln()
 }
 
+/// Most rows of a failure trace.
+pub const MAX_TRACE_ROWS: usize = 1_000_000;
+
 /// Reads a failure trace: a CSV file with a header `time,node,down_for`
 /// (seconds, node index, seconds; `inf` for never back).
 pub fn read_trace(path: &Path) -> Result<Vec<Outage>> {
+    Ok(read_trace_rows(path)?.into_iter().map(|(_, o)| o).collect())
+}
+
+/// [`read_trace`] with the 1-based line of each outage (for errors that
+/// point at a row, e.g. a node that does not exist).
+pub fn read_trace_rows(path: &Path) -> Result<Vec<(usize, Outage)>> {
     let text = crate::data::files::read_maybe_gz(path)
         .with_context(|| format!("cannot read failure trace {}", path.display()))?;
     let text = String::from_utf8(text)
@@ -177,11 +186,19 @@ pub fn read_trace(path: &Path) -> Result<Vec<Outage>> {
         if !(time >= 0.0 && time.is_finite()) || down_for.is_nan() || down_for < 0.0 {
             return Err(bad("time must be finite and ≥ 0, down_for ≥ 0"));
         }
-        out.push(Outage {
-            node,
-            down: time,
-            up: time + down_for,
-        });
+        if out.len() == MAX_TRACE_ROWS {
+            return Err(bad(&format!(
+                "more than the limit of {MAX_TRACE_ROWS} outages"
+            )));
+        }
+        out.push((
+            i + 1,
+            Outage {
+                node,
+                down: time,
+                up: time + down_for,
+            },
+        ));
     }
     Ok(out)
 }

@@ -1,8 +1,9 @@
 //! Atomic result files: written under a temporary name in the same folder,
 //! flushed, then renamed over the final name, so a crash never leaves a
-//! half-written file where a finished one is expected.
+//! half-written file where a finished one is expected. The temporary is
+//! created exclusively and a link at the final name is replaced, never
+//! followed (see [`super::outdir::write_file`]).
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -15,26 +16,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create folder {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.sync_all()
-            .with_context(|| format!("cannot flush {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        std::fs::remove_file(&tmp).ok();
-    }
-    result
+    super::outdir::write_file(path, bytes)
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 
 pub mod atomic;
 pub mod figures;
+pub mod guard;
 pub mod json_f64;
 pub mod manifest;
+pub mod outdir;
 pub mod table;
 
 pub use atomic::write_atomic;

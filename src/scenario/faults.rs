@@ -65,9 +65,9 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::protocol::{RawDelay, parse_delay};
-use super::{Meta, SourceText, check_name};
+use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::Delay;
-use crate::faults::failures::{FailureProcess, read_trace};
+use crate::faults::failures::{FailureProcess, read_trace_rows};
 use crate::faults::{CheckpointCost, Replication, RestoreFrom, Strategy};
 use crate::model::ModelSpec;
 use crate::model::gradient::GradientSpec;
@@ -158,8 +158,14 @@ pub struct WallclockConfig {
 impl WallclockConfig {
     /// The grid times 0, step, … ≤ horizon.
     pub fn grid(&self) -> Vec<f64> {
-        let n = (self.horizon / self.grid_step + 1e-9).floor() as usize;
-        (0..=n).map(|i| i as f64 * self.grid_step).collect()
+        (0..self.grid_points())
+            .map(|i| i as f64 * self.grid_step)
+            .collect()
+    }
+
+    /// How many grid times [`WallclockConfig::grid`] has.
+    pub fn grid_points(&self) -> usize {
+        (self.horizon / self.grid_step + 1e-9).floor() as usize + 1
     }
 
     /// Points: (series, P, with failures), series-major, then P, then failures first.
@@ -392,19 +398,111 @@ fn non_negative(
     field: &str,
     v: f64,
 ) -> Result<f64> {
-    if v >= 0.0 && v.is_finite() {
+    if v >= 0.0 && v.is_finite() && v <= limits::MAX_SECONDS {
         Ok(v)
     } else {
-        Err(src.error_at(span, field, format!("{v} must be a finite number ≥ 0")))
+        Err(src.error_at(
+            span,
+            field,
+            format!(
+                "{v} must be a finite number ≥ 0 and at most {:e}",
+                limits::MAX_SECONDS
+            ),
+        ))
     }
 }
 
 fn positive(src: &SourceText, span: std::ops::Range<usize>, field: &str, v: f64) -> Result<f64> {
-    if v > 0.0 && v.is_finite() {
+    if v > 0.0 && v.is_finite() && v <= limits::MAX_SECONDS {
         Ok(v)
     } else {
-        Err(src.error_at(span, field, format!("{v} must be a positive number")))
+        Err(src.error_at(
+            span,
+            field,
+            format!(
+                "{v} must be a positive number of at most {:e}",
+                limits::MAX_SECONDS
+            ),
+        ))
     }
+}
+
+/// Most outages a failure process may produce in one run (expected, for a
+/// Poisson process).
+pub const MAX_OUTAGES: f64 = 1e6;
+
+/// Every node a failure names must exist in every series: shard `s`'s
+/// chain is nodes `s·chain..(s+1)·chain` (chain 1 unless the strategy is
+/// chain replication), so the nodes are `0..ps_nodes·chain` with the
+/// shortest chain of the series. A Poisson process must not produce more
+/// than [`MAX_OUTAGES`] outages per run.
+fn check_failure_nodes(
+    src: &SourceText,
+    raw: &Raw,
+    failure: &FailureProcess,
+    trace_lines: &[usize],
+    ps_nodes: usize,
+    series: &[WallclockSeries],
+    horizon: f64,
+) -> Result<()> {
+    let span = raw.failure.as_ref().map_or(0..0, |f| f.span());
+    let (short, long) = series.iter().fold((usize::MAX, 1), |(lo, hi), s| {
+        let c = s.strategy.chain();
+        (lo.min(c), hi.max(c))
+    });
+    let short = short.min(long);
+    let limit = ps_nodes.saturating_mul(short);
+    let narrow = series
+        .iter()
+        .find(|s| s.strategy.chain() == short)
+        .map_or_else(String::new, |s| s.name.clone());
+    let missing = |node: usize| {
+        format!(
+            "node {node} does not exist: the PS nodes are 0..={} (cluster ps_nodes = {ps_nodes}{})",
+            limit.saturating_sub(1),
+            if short > 1 || long > 1 {
+                format!(", chains of {short} node(s) in series `{narrow}`")
+            } else {
+                String::new()
+            }
+        )
+    };
+    match failure {
+        FailureProcess::Fixed { nodes, .. } => {
+            limits::list_len(src, &span, "failure.nodes", nodes.len())?;
+            limits::distinct(src, &span, "failure.nodes", nodes)?;
+            if let Some(&n) = nodes.iter().find(|&&n| n >= limit) {
+                return Err(src.error_at(span, "failure.nodes", missing(n)));
+            }
+        }
+        FailureProcess::Trace { file, outages } => {
+            for (o, line) in outages.iter().zip(trace_lines) {
+                if o.node >= limit {
+                    return Err(src.error_at(
+                        span,
+                        "failure.file",
+                        format!("failure trace {file} line {line}: {}", missing(o.node)),
+                    ));
+                }
+            }
+        }
+        FailureProcess::Poisson { mtbf, repair } => {
+            let expected = ps_nodes.saturating_mul(long) as f64 * horizon / (mtbf + repair);
+            if expected.is_nan() || expected > MAX_OUTAGES {
+                return Err(src.error_at(
+                    span,
+                    "failure.mtbf",
+                    format!(
+                        "{} nodes failing every {mtbf} s (+ {repair} s repair) over the horizon of {horizon} s \
+                         make about {expected:.0} outages per run, more than the limit of {MAX_OUTAGES:e}",
+                        ps_nodes.saturating_mul(long)
+                    ),
+                ));
+            }
+        }
+        FailureProcess::None => {}
+    }
+    Ok(())
 }
 
 fn persist_mode(
@@ -429,10 +527,13 @@ pub fn parse(src: &SourceText) -> Result<FaultsScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
-    let trials = *raw.trials.get_ref();
-    if trials == 0 {
-        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
-    }
+    let trials = limits::trials(src, raw.trials.span(), *raw.trials.get_ref())?;
+    limits::list_len(
+        src,
+        &(0..0),
+        "series",
+        raw.series.as_deref().map_or(0, <[_]>::len),
+    )?;
     let meta = Meta {
         kind: "faults".into(),
         name: raw.name.get_ref().clone(),
@@ -483,6 +584,8 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
             "give a list of worker counts between 1 and 10,000",
         ));
     }
+    limits::list_len(src, &span, "wallclock.workers", r.workers.len())?;
+    limits::distinct(src, &span, "wallclock.workers", &r.workers)?;
     if r.ps_nodes == 0 || r.ps_nodes > 10_000 {
         return Err(src.error_at(span, "wallclock.ps_nodes", "must be between 1 and 10,000"));
     }
@@ -493,6 +596,7 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
         .map(|d| parse_delay(src, d, "wallclock.communication_time", false))
         .transpose()?;
     let horizon = positive(src, span.clone(), "wallclock.horizon", r.horizon)?;
+    limits::seconds(src, &span, "wallclock.horizon", horizon)?;
     let grid_step = positive(src, span.clone(), "wallclock.grid_step", r.grid_step)?;
     if horizon / grid_step > 100_000.0 {
         return Err(src.error_at(
@@ -539,7 +643,7 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
         cache_time: non_negative(src, cspan.clone(), "checkpoint.cache_time", c.cache_time)?,
         asynchronous: default_async,
     };
-    let failure = failure_process(src, raw)?;
+    let (failure, trace_lines) = failure_process(src, raw)?;
     let prices = raw
         .cost
         .as_ref()
@@ -689,6 +793,29 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
             asynchronous,
         });
     }
+    check_failure_nodes(
+        src,
+        raw,
+        &failure,
+        &trace_lines,
+        r.ps_nodes,
+        &series,
+        horizon,
+    )?;
+    let max_workers = r.workers.iter().copied().max().unwrap_or(1) as f64;
+    let per_gradient = limits::typical_delay(&compute_time)
+        + communication_time
+            .as_ref()
+            .map_or(0.0, limits::typical_delay);
+    limits::events(
+        src,
+        &span,
+        "wallclock.horizon",
+        horizon / per_gradient.max(f64::MIN_POSITIVE) * max_workers,
+        &format!(
+            "the horizon of {horizon} s with gradients of about {per_gradient:.3e} s on up to {max_workers} workers"
+        ),
+    )?;
     Ok(WallclockConfig {
         eta: spec.learning_rate(),
         model: spec,
@@ -711,7 +838,8 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
     })
 }
 
-fn failure_process(src: &SourceText, raw: &Raw) -> Result<FailureProcess> {
+/// The failure process, and for a trace the line of each outage.
+fn failure_process(src: &SourceText, raw: &Raw) -> Result<(FailureProcess, Vec<usize>)> {
     let Some(f) = &raw.failure else {
         return Err(src.error(
             "failure",
@@ -757,7 +885,8 @@ fn failure_process(src: &SourceText, raw: &Raw) -> Result<FailureProcess> {
             ));
         }
     }
-    Ok(match r.process.as_str() {
+    let mut lines = Vec::new();
+    let process = match r.process.as_str() {
         "fixed" => {
             let at = non_negative(src, span.clone(), "failure.at", r.at.unwrap_or(0.0))?;
             let back = r.back.unwrap_or(f64::INFINITY);
@@ -788,12 +917,15 @@ fn failure_process(src: &SourceText, raw: &Raw) -> Result<FailureProcess> {
                     std::path::Path::to_path_buf,
                 )
             };
-            let outages = read_trace(&base.join(&file))
+            let rows = read_trace_rows(&base.join(&file))
                 .map_err(|e| src.error_at(span.clone(), "failure.file", format!("{e:#}")))?;
+            let outages = rows.iter().map(|(_, o)| *o).collect();
+            lines = rows.iter().map(|(l, _)| *l).collect();
             FailureProcess::Trace { file, outages }
         }
         _ => FailureProcess::None,
-    })
+    };
+    Ok((process, lines))
 }
 
 fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result<IterationsConfig> {
@@ -826,6 +958,7 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
         return Err(src.error_at(span, "failure", "[iterations] scenarios set the failure in [iterations] (failure_iteration, lost_fraction); [failure] and [cost] are for [wallclock]"));
     }
     let default_async = persist_mode(src, ck.span(), "checkpoint.persist", &c.persist)?;
+    limits::iterations(src, &span, "iterations.max_iterations", r.max_iterations)?;
     if r.criterion_iteration == 0 || r.criterion_iteration > r.max_iterations {
         return Err(src.error_at(
             span,
@@ -850,8 +983,12 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             format!("{} is outside [0, 1)", r.failure_offset),
         ));
     }
-    if r.ps_nodes == 0 {
-        return Err(src.error_at(span, "iterations.ps_nodes", "must be at least 1"));
+    if r.ps_nodes == 0 || r.ps_nodes > 1_000_000 {
+        return Err(src.error_at(
+            span,
+            "iterations.ps_nodes",
+            format!("{} must be between 1 and 1,000,000", r.ps_nodes),
+        ));
     }
     if !(r.lost_fraction > 0.0 && r.lost_fraction <= 1.0) {
         return Err(src.error_at(
@@ -878,6 +1015,7 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             return Err(at("series", "[iterations] series take name, recovery, checkpoint_interval, checkpoint_fraction and persist".into()));
         }
         let interval = x.checkpoint_interval.unwrap_or(0);
+        limits::iterations(src, &s, "series.checkpoint_interval", interval)?;
         if interval == 0 {
             return Err(at(
                 "series.checkpoint_interval",
@@ -916,6 +1054,12 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             return Err(at(
                 "series.name",
                 format!("{name:?} is not a usable series name"),
+            ));
+        }
+        if series.iter().any(|x: &IterationsSeries| x.name == name) {
+            return Err(at(
+                "series.name",
+                format!("`{name}` appears twice; give the series distinct names"),
             ));
         }
         series.push(IterationsSeries {
@@ -963,9 +1107,11 @@ fn interval(src: &SourceText, raw: &Raw, i: &Spanned<RawInterval>) -> Result<Int
     if r.mtbf.is_empty() {
         return Err(src.error_at(span, "interval.mtbf", "give at least one MTBF (seconds)"));
     }
+    limits::list_len(src, &span, "interval.mtbf", r.mtbf.len())?;
     for &m in &r.mtbf {
         positive(src, span.clone(), "interval.mtbf", m)?;
     }
+    limits::distinct_f64(src, &span, "interval.mtbf", &r.mtbf)?;
     let f = &r.factors;
     if !(f.from > 0.0 && f.to > f.from && f.to.is_finite() && (2..=1000).contains(&f.points)) {
         return Err(src.error_at(
@@ -982,7 +1128,7 @@ fn interval(src: &SourceText, raw: &Raw, i: &Spanned<RawInterval>) -> Result<Int
         factors.push(1.0);
         factors.sort_by(f64::total_cmp);
     }
-    Ok(IntervalConfig {
+    let cfg = IntervalConfig {
         solve_time: positive(src, span.clone(), "interval.solve_time", r.solve_time)?,
         checkpoint_time: positive(
             src,
@@ -993,5 +1139,45 @@ fn interval(src: &SourceText, raw: &Raw, i: &Spanned<RawInterval>) -> Result<Int
         restart_time: non_negative(src, span.clone(), "interval.restart_time", r.restart_time)?,
         mtbf: r.mtbf.clone(),
         factors,
-    })
+    };
+    check_interval_steps(src, &span, &cfg)?;
+    Ok(cfg)
+}
+
+/// Most steps (checkpoint segments plus failures) of one checkpoint/restart
+/// timeline, expected; a timeline that needs more (failures far more often
+/// than a segment and its checkpoint take) would practically never finish.
+pub const MAX_TIMELINE_STEPS: f64 = 1e7;
+
+/// Refuses intervals whose timelines would practically never finish: the
+/// expected number of failures of one timeline is its expected wall time
+/// ([`daly::expected_wall_time`], exact for the simulation) over the MTBF.
+fn check_interval_steps(
+    src: &SourceText,
+    span: &std::ops::Range<usize>,
+    c: &IntervalConfig,
+) -> Result<()> {
+    use crate::faults::daly;
+    for &m in &c.mtbf {
+        for &f in &c.factors {
+            let tau = f * daly::daly_interval(c.checkpoint_time, m);
+            let wall =
+                daly::expected_wall_time(c.solve_time, tau, c.checkpoint_time, c.restart_time, m);
+            let steps = wall / m + c.solve_time / tau;
+            if steps.is_nan() || steps > MAX_TIMELINE_STEPS {
+                return Err(src.error_at(
+                    span.clone(),
+                    "interval.mtbf",
+                    format!(
+                        "MTBF {m} s against checkpoints of {} s (interval {tau:.3e} s) would take about \
+                         {steps:.1e} failures and segments per timeline to finish {} s of work, more than the \
+                         limit of {MAX_TIMELINE_STEPS:e}: failures come far faster than a segment and its \
+                         checkpoint can complete; raise the MTBF or shorten the checkpoint",
+                        c.checkpoint_time, c.solve_time
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

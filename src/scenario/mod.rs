@@ -9,6 +9,7 @@
 
 pub mod bundled;
 pub mod faults;
+pub mod limits;
 pub mod perturbation;
 pub mod precision;
 pub mod protocol;
@@ -119,6 +120,12 @@ impl Scenario {
             if t == 0 {
                 bail!("--trials must be at least 1");
             }
+            if t > limits::MAX_TRIALS {
+                bail!(
+                    "--trials {t} is more than the limit of {} trials per point",
+                    limits::MAX_TRIALS
+                );
+            }
             meta.trials = t;
         }
         if let Some(s) = seed {
@@ -148,6 +155,16 @@ pub fn load(arg: &str) -> Result<(Scenario, Origin, String)> {
     let path = Path::new(arg);
     let looks_like_path = arg.ends_with(".toml") || arg.contains('/') || path.is_file();
     if looks_like_path {
+        if let Ok(m) = std::fs::metadata(path)
+            && m.len() > limits::MAX_SCENARIO_BYTES
+        {
+            bail!(
+                "scenario file {} is {} bytes, more than the limit of {} (a scenario is a short TOML file)",
+                path.display(),
+                m.len(),
+                limits::MAX_SCENARIO_BYTES
+            );
+        }
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario file {}", path.display()))?;
         let origin = Origin {
@@ -174,6 +191,13 @@ pub fn load(arg: &str) -> Result<(Scenario, Origin, String)> {
 
 /// Parses and validates scenario text; `origin` names it in error messages.
 pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
+    if text.len() as u64 > limits::MAX_SCENARIO_BYTES {
+        bail!(
+            "{origin}: {} bytes, more than the limit of {} for a scenario",
+            text.len(),
+            limits::MAX_SCENARIO_BYTES
+        );
+    }
     let src = SourceText::new(text, origin);
     let table: toml::Table =
         toml::from_str(text).map_err(|e| anyhow::anyhow!("{origin}: malformed TOML: {e}"))?;

@@ -36,7 +36,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{Meta, SourceText, check_name};
+use super::{Meta, SourceText, check_name, limits};
 use crate::model::ModelSpec;
 
 /// What a perturbation does to the state (SCAR §5.2).
@@ -342,6 +342,7 @@ pub(crate) fn parse_convergence(
     if c.max_iterations == 0 {
         return Err(src.error_at(span, "convergence.max_iterations", "must be at least 1"));
     }
+    limits::iterations(src, &span, "convergence.max_iterations", c.max_iterations)?;
     if let CriterionSpec::UnperturbedIterations(n) = criterion
         && n > c.max_iterations
     {
@@ -369,7 +370,14 @@ pub(crate) fn parse_theory(
                 "must be at least 1",
             ));
         }
-        (Some(iterations), None) => OptimumSpec::LongRun { iterations },
+        (Some(iterations), None) => OptimumSpec::LongRun {
+            iterations: limits::iterations(
+                src,
+                &raw.span(),
+                "theory.optimum_iterations",
+                iterations,
+            )?,
+        },
         (None, Some(RawOptimum::Analytic)) => {
             if analytic_optimum(model).is_none() {
                 return Err(src.error_at(
@@ -484,10 +492,7 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
-    let trials = *raw.trials.get_ref();
-    if trials == 0 {
-        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
-    }
+    let trials = limits::trials(src, raw.trials.span(), *raw.trials.get_ref())?;
     let model = ModelSpec::parse(src, raw.model.span(), raw.model.get_ref())?;
     let (criterion, max_iterations) = parse_convergence(src, &raw.convergence)?;
     let theory = parse_theory(src, &raw.theory, &model)?;
@@ -498,6 +503,12 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
             "at least one [[series]] is needed",
         ));
     }
+    limits::list_len(
+        src,
+        &raw.series.span(),
+        "series",
+        raw.series.get_ref().len(),
+    )?;
     let mut series: Vec<PerturbationSeries> = Vec::new();
     for rs in raw.series.get_ref() {
         let span = rs.span();
@@ -520,7 +531,9 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
             ));
         }
         let schedule = match (rs.at.iteration, rs.at.probability) {
-            (Some(iteration), None) => Schedule::Once { iteration },
+            (Some(iteration), None) => Schedule::Once {
+                iteration: limits::iterations(src, &span, "series.at.iteration", iteration)?,
+            },
             (None, Some(p)) if p > 0.0 && p <= 1.0 => Schedule::EachIteration { probability: p },
             (None, Some(p)) => {
                 return Err(src.error_at(

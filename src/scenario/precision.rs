@@ -36,7 +36,7 @@ use toml::Spanned;
 use super::perturbation::{
     CriterionSpec, RawConvergence, RawTheory, TheorySpec, parse_convergence, parse_theory,
 };
-use super::{Meta, SourceText, check_name};
+use super::{Meta, SourceText, check_name, limits};
 use crate::model::ModelSpec;
 
 /// The reduced-precision runs.
@@ -110,6 +110,8 @@ pub fn parse(src: &SourceText) -> Result<PrecisionScenario> {
             format!("{b} is outside 1..=53 (significant bits of an f64, leading bit included)"),
         ));
     }
+    limits::distinct(src, &span, "precision.mantissa_bits", &p.mantissa_bits)?;
+    limits::iterations(src, &span, "precision.iterations", p.iterations)?;
     if p.tail == 0 || p.tail >= p.iterations {
         return Err(src.error_at(
             span,

@@ -49,7 +49,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{Meta, SourceText, check_name};
+use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::training::StalenessAware;
 use crate::cluster::{Delay, Empirical, KSchedule, Protocol};
 use crate::model::gradient::GradientSpec;
@@ -112,8 +112,14 @@ pub struct TrainingConfig {
 impl TrainingConfig {
     /// The grid times 0, step, 2·step, … ≤ horizon.
     pub fn grid(&self) -> Vec<f64> {
-        let n = (self.horizon / self.grid_step + 1e-9).floor() as usize;
-        (0..=n).map(|i| i as f64 * self.grid_step).collect()
+        (0..self.grid_points())
+            .map(|i| i as f64 * self.grid_step)
+            .collect()
+    }
+
+    /// How many grid times [`TrainingConfig::grid`] has.
+    pub fn grid_points(&self) -> usize {
+        (self.horizon / self.grid_step + 1e-9).floor() as usize + 1
     }
 }
 
@@ -325,6 +331,9 @@ fn base_dir(src: &SourceText) -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
+/// Largest delay a distribution may draw, as a power of ten (seconds).
+const MAX_DRAW_LOG10: f64 = 100.0;
+
 pub(crate) fn parse_delay(
     src: &SourceText,
     raw: &Spanned<RawDelay>,
@@ -375,32 +384,56 @@ pub(crate) fn parse_delay(
             return Err(err(format!("distribution `{d}` needs `{name}`")));
         }
     }
+    let max = limits::MAX_SECONDS;
     let positive = |name: &str, v: f64| -> Result<f64> {
-        if v > 0.0 && v.is_finite() {
+        if v > 0.0 && v.is_finite() && v <= max {
             Ok(v)
         } else {
-            Err(err(format!("{name} = {v} must be a positive number")))
+            Err(err(format!(
+                "{name} = {v} must be a positive number of at most {max:e}"
+            )))
         }
     };
     let non_negative = |name: &str, v: f64| -> Result<f64> {
-        if v >= 0.0 && v.is_finite() {
+        if v >= 0.0 && v.is_finite() && v <= max {
             Ok(v)
         } else {
-            Err(err(format!("{name} = {v} must be a non-negative number")))
+            Err(err(format!(
+                "{name} = {v} must be a non-negative number of at most {max:e}"
+            )))
         }
+    };
+    let rate = |v: f64| -> Result<f64> {
+        let r = positive("rate", v)?;
+        if 1.0 / r > max {
+            return Err(err(format!(
+                "rate = {v} gives a mean delay 1/rate above {max:e} s"
+            )));
+        }
+        Ok(r)
     };
     let delay = match d {
         "exponential" => Delay::Exponential {
-            rate: positive("rate", r.rate.unwrap_or_default())?,
+            rate: rate(r.rate.unwrap_or_default())?,
         },
         "shifted-exponential" => Delay::ShiftedExponential {
             shift: non_negative("shift", r.shift.unwrap_or_default())?,
-            rate: positive("rate", r.rate.unwrap_or_default())?,
+            rate: rate(r.rate.unwrap_or_default())?,
         },
-        "pareto" => Delay::Pareto {
-            scale: positive("scale", r.scale.unwrap_or_default())?,
-            shape: positive("shape", r.shape.unwrap_or_default())?,
-        },
+        "pareto" => {
+            let scale = positive("scale", r.scale.unwrap_or_default())?;
+            let shape = positive("shape", r.shape.unwrap_or_default())?;
+            // The largest draw is scale·2^(53/shape) (1 − U ≥ 2^−53): keep it,
+            // and sums and squares of many draws, finite.
+            let largest_log10 = scale.log10() + 53.0 / shape * 2f64.log10();
+            if largest_log10 > MAX_DRAW_LOG10 {
+                return Err(err(format!(
+                    "pareto(scale = {scale}, shape = {shape}) can draw delays up to 1e{largest_log10:.0} s, \
+                     beyond the limit of 1e{MAX_DRAW_LOG10} s where simulated times overflow; raise the shape"
+                )));
+            }
+            Delay::Pareto { scale, shape }
+        }
         "uniform" => {
             let low = non_negative("low", r.low.unwrap_or_default())?;
             let high = non_negative("high", r.high.unwrap_or_default())?;
@@ -426,6 +459,14 @@ pub(crate) fn parse_delay(
             let path = base_dir(src).join(&file);
             let e =
                 Empirical::read(&path, r.column.as_deref()).map_err(|e| err(format!("{e:#}")))?;
+            if let Some(&big) = e.sorted.last()
+                && big > max
+            {
+                return Err(err(format!(
+                    "{} holds the time {big} s, more than the limit of {max:e} s",
+                    path.display()
+                )));
+            }
             if positive_mean && e.mean() <= 0.0 {
                 return Err(err(format!(
                     "every measured time in {} is 0: a gradient must take time",
@@ -453,7 +494,12 @@ fn positive_ints(
         )),
     };
     match v {
-        toml::Value::Array(a) if !a.is_empty() => a.iter().map(one).collect(),
+        toml::Value::Array(a) if !a.is_empty() => {
+            limits::list_len(src, &span, field, a.len())?;
+            let values = a.iter().map(one).collect::<Result<Vec<usize>>>()?;
+            limits::distinct(src, &span, field, &values)?;
+            Ok(values)
+        }
         toml::Value::Array(_) => Err(src.error_at(span.clone(), field, "the list is empty")),
         other => Ok(vec![one(other)?]),
     }
@@ -464,10 +510,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
-    let trials = *raw.trials.get_ref();
-    if trials == 0 {
-        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
-    }
+    let trials = limits::trials(src, raw.trials.span(), *raw.trials.get_ref())?;
     let workers = positive_ints(
         src,
         raw.cluster.workers.span(),
@@ -490,6 +533,17 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                     r.updates.span(),
                     "runtime.updates",
                     "must be at least 1",
+                ));
+            }
+            let total = r.warmup_updates.saturating_add(*r.updates.get_ref());
+            if total > limits::MAX_UPDATES {
+                return Err(src.error_at(
+                    r.updates.span(),
+                    "runtime.updates",
+                    format!(
+                        "warmup_updates + updates = {total} is more than the limit of {} updates",
+                        limits::MAX_UPDATES
+                    ),
                 ));
             }
             Measure::Runtime(RuntimeConfig {
@@ -515,6 +569,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                     format!("{horizon} must be a positive number"),
                 ));
             }
+            limits::seconds(src, &t.horizon.span(), "training.horizon", horizon)?;
             let step = *t.grid_step.get_ref();
             if !(step > 0.0 && step.is_finite()) || horizon / step > 100_000.0 {
                 return Err(src.error_at(
@@ -584,6 +639,12 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             "at least one [[series]] is needed",
         ));
     }
+    limits::list_len(
+        src,
+        &raw.series.span(),
+        "series",
+        raw.series.get_ref().len(),
+    )?;
     let mut series: Vec<ProtocolSeries> = Vec::new();
     for rs in raw.series.get_ref() {
         let span = rs.span();
@@ -601,6 +662,16 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                 }
                 other => KChoice::Values(positive_ints(src, v.span(), "series.k", other)?),
             },
+            (None, Some(steps)) if steps.len() > limits::MAX_LIST => {
+                return Err(at(
+                    "series.k_schedule",
+                    format!(
+                        "{} steps are more than the limit of {}",
+                        steps.len(),
+                        limits::MAX_LIST
+                    ),
+                ));
+            }
             (None, Some(steps)) => KChoice::Schedule(
                 KSchedule::steps(steps.iter().map(|s| (s.from, s.k)).collect())
                     .map_err(|e| at("series.k_schedule", e))?,
@@ -665,6 +736,60 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         });
     }
 
+    let point_count: u128 = series
+        .iter()
+        .map(|s| {
+            workers
+                .iter()
+                .map(|&p| match &s.k {
+                    KChoice::Schedule(_) => 1,
+                    KChoice::Values(v) => v.len() as u128,
+                    KChoice::Divisors => limits::divisor_count(p) as u128,
+                })
+                .sum::<u128>()
+        })
+        .sum();
+    limits::points(src, &raw.series.span(), "series", point_count)?;
+    let max_workers = workers.iter().copied().max().unwrap_or(1) as f64;
+    let per_gradient = limits::typical_delay(&compute_time)
+        + communication_time
+            .as_ref()
+            .map_or(0.0, limits::typical_delay);
+    match &measure {
+        Measure::Training(t) => limits::events(
+            src,
+            &raw.training.as_ref().map_or(0..0, |t| t.span()),
+            "training.horizon",
+            t.horizon / per_gradient.max(f64::MIN_POSITIVE) * max_workers,
+            &format!(
+                "the horizon of {} s with gradients of about {per_gradient:.3e} s on up to {max_workers} workers",
+                t.horizon
+            ),
+        )?,
+        Measure::Runtime(r) => {
+            // Every update takes up to K gradients (K ≤ 64·P is checked below).
+            let max_k = series
+                .iter()
+                .map(|s| match &s.k {
+                    KChoice::Values(v) => v.iter().copied().max().unwrap_or(1),
+                    KChoice::Divisors => workers.iter().copied().max().unwrap_or(1),
+                    KChoice::Schedule(sch) => sch.max_k(),
+                })
+                .max()
+                .unwrap_or(1) as f64;
+            limits::events(
+                src,
+                &raw.runtime.as_ref().map_or(0..0, |r| r.span()),
+                "runtime.updates",
+                (r.warmup_updates + r.updates) as f64 * max_k.max(max_workers),
+                &format!(
+                    "{} updates of up to {} gradients each",
+                    r.warmup_updates + r.updates,
+                    max_k.max(max_workers)
+                ),
+            )?;
+        }
+    }
     let scenario = ProtocolScenario {
         meta: Meta {
             kind: "protocol".into(),

@@ -48,8 +48,11 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{Meta, SourceText, check_name};
+use super::{Meta, SourceText, check_name, limits};
 use crate::engine::Convergence;
+
+/// Most PS nodes of a recovery scenario.
+pub const MAX_PS_NODES: usize = 1_000_000;
 use crate::model::ModelSpec;
 use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, RecoveryPolicy, Selector};
 
@@ -370,10 +373,7 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
-    let trials = *raw.trials.get_ref();
-    if trials == 0 {
-        return Err(src.error_at(raw.trials.span(), "trials", "must be at least 1"));
-    }
+    let trials = limits::trials(src, raw.trials.span(), *raw.trials.get_ref())?;
     let model = ModelSpec::parse(src, raw.model.span(), raw.model.get_ref())?;
     let criterion = *raw.convergence.criterion.get_ref();
     if !(criterion.is_finite() && criterion > 0.0) {
@@ -383,7 +383,12 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             format!("{criterion} must be a positive number"),
         ));
     }
-    let max_iterations = *raw.convergence.max_iterations.get_ref();
+    let max_iterations = limits::iterations(
+        src,
+        &raw.convergence.max_iterations.span(),
+        "convergence.max_iterations",
+        *raw.convergence.max_iterations.get_ref(),
+    )?;
     if max_iterations == 0 {
         return Err(src.error_at(
             raw.convergence.max_iterations.span(),
@@ -402,6 +407,12 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
                     format!("{} is outside (0, 1)", c.descent),
                 ));
             }
+            limits::iterations(
+                src,
+                &sp.span(),
+                "convergence.synthetic_criterion.plateau_iteration",
+                c.plateau_iteration,
+            )?;
             if c.plateau_iteration == 0 {
                 return Err(src.error_at(
                     sp.span(),
@@ -416,11 +427,11 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         }
     };
     let ps_nodes = *raw.cluster.ps_nodes.get_ref();
-    if ps_nodes == 0 {
+    if ps_nodes == 0 || ps_nodes > MAX_PS_NODES {
         return Err(src.error_at(
             raw.cluster.ps_nodes.span(),
             "cluster.ps_nodes",
-            "must be at least 1",
+            format!("{ps_nodes} must be between 1 and {MAX_PS_NODES}"),
         ));
     }
 
@@ -428,7 +439,9 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
     let ft_span = raw.failure.iteration.span();
     let failure_time = match (ft.distribution.as_str(), ft.p, ft.iteration) {
         ("geometric", Some(p), None) => FailureTime::Geometric { p },
-        ("fixed", None, Some(iteration)) => FailureTime::Fixed { iteration },
+        ("fixed", None, Some(iteration)) => FailureTime::Fixed {
+            iteration: limits::iterations(src, &ft_span, "failure.iteration.iteration", iteration)?,
+        },
         ("geometric", _, _) => {
             return Err(src.error_at(
                 ft_span,
@@ -464,7 +477,12 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         }
     };
     let checkpoint = CheckpointPolicy {
-        interval: *raw.checkpoint.interval.get_ref(),
+        interval: limits::iterations(
+            src,
+            &raw.checkpoint.interval.span(),
+            "checkpoint.interval",
+            *raw.checkpoint.interval.get_ref(),
+        )?,
         fraction: *raw.checkpoint.fraction.get_ref(),
         selector: raw.checkpoint.selector,
     };
@@ -488,6 +506,12 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             "at least one [[series]] is needed",
         ));
     }
+    limits::list_len(
+        src,
+        &raw.series.span(),
+        "series",
+        raw.series.get_ref().len(),
+    )?;
     let mut series = Vec::new();
     for rs in raw.series.get_ref() {
         if rs.name.trim().is_empty() || rs.name.contains(',') || rs.name.contains('"') {
@@ -518,7 +542,8 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             cfg.checkpoint.fraction = f;
         }
         if let Some(c) = rs.checkpoint_interval {
-            cfg.checkpoint.interval = c;
+            cfg.checkpoint.interval =
+                limits::iterations(src, &raw.series.span(), "series.checkpoint_interval", c)?;
         }
         let spec = SeriesSpec {
             name: rs.name.clone(),
@@ -527,6 +552,14 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         };
         series.push(spec);
     }
+    let point_count: u128 = series
+        .iter()
+        .map(|s| match &sweep {
+            Some(sw) if !s.reference => sw.values.len() as u128,
+            _ => 1,
+        })
+        .sum();
+    limits::points(src, &raw.series.span(), "series", point_count)?;
     let scenario = RecoveryScenario {
         meta: Meta {
             kind: "recovery".into(),
@@ -591,6 +624,7 @@ fn parse_sweep(src: &SourceText, span: Range<usize>, t: &toml::Table) -> Result<
             "must be a non-empty array of numbers",
         )
     })?;
+    limits::list_len(src, &span, &format!("sweep.{key}"), arr.len())?;
     let mut values = Vec::new();
     for v in arr {
         let x = match v {
@@ -612,8 +646,12 @@ fn parse_sweep(src: &SourceText, span: Range<usize>, t: &toml::Table) -> Result<
                 format!("{x} must be a whole number"),
             ));
         }
+        if axis == SweepAxis::CheckpointInterval {
+            limits::iterations(src, &span, &format!("sweep.{key}"), x as usize)?;
+        }
         values.push(x);
     }
+    limits::distinct_f64(src, &span, &format!("sweep.{key}"), &values)?;
     Ok(Sweep { axis, values })
 }
 

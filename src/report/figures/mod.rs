@@ -28,7 +28,8 @@ pub use chart::{Axis, Cell, Chart, Colour, Grid, Picture, Point, Scale, Series, 
 pub use claims::{Claim, Estimate, Verdict};
 pub use results::{DataLabel, Results};
 
-use crate::report::write_atomic;
+use crate::report::manifest::MANIFEST_FILE;
+use crate::report::outdir;
 
 /// File stem of a scenario's own figure (`figure.svg`, `figure.png`).
 pub const FIGURE_STEM: &str = "figure";
@@ -83,14 +84,17 @@ pub fn humanize(name: &str) -> String {
     }
 }
 
-/// Writes `<dir>/<stem>.svg` and `<dir>/<stem>.png` atomically; returns their paths.
+/// Writes `<dir>/<stem>.svg` and `<dir>/<stem>.png` atomically (creating
+/// `dir`; `stem` must be a plain name, see [`outdir::check_name`]); returns
+/// their paths.
 pub fn write_picture(dir: &Path, stem: &str, picture: Picture<'_>) -> Result<Vec<PathBuf>> {
-    let svg_path = dir.join(format!("{stem}.svg"));
-    let png_path = dir.join(format!("{stem}.png"));
+    outdir::ensure_root(dir, &mut outdir::Created::new())?;
+    let svg_path = outdir::file(dir, &format!("{stem}.svg"))?;
+    let png_path = outdir::file(dir, &format!("{stem}.png"))?;
     let svg = render::to_svg(picture).with_context(|| format!("drawing {}", svg_path.display()))?;
-    write_atomic(&svg_path, svg.as_bytes())?;
+    outdir::write_file(&svg_path, svg.as_bytes())?;
     let png = render::to_png(picture).with_context(|| format!("drawing {}", png_path.display()))?;
-    write_atomic(&png_path, &png)?;
+    outdir::write_file(&png_path, &png)?;
     Ok(vec![svg_path, png_path])
 }
 
@@ -112,15 +116,18 @@ pub fn draw_loaded(r: &Results) -> Result<Vec<PathBuf>> {
 }
 
 /// The folders under `dir` to draw: `dir` itself if it holds results,
-/// otherwise its immediate subfolders that do (sorted by name).
+/// otherwise its immediate subfolders that do (sorted by name; links are
+/// not followed).
 pub fn expand_results_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    if dir.join("manifest.json").is_file() || !dir.is_dir() {
+    if dir.join(MANIFEST_FILE).is_file() || !dir.is_dir() {
         return Ok(vec![dir.to_path_buf()]);
     }
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot list {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("manifest.json").is_file())
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| p.join(MANIFEST_FILE).is_file())
         .collect();
     found.sort();
     if found.is_empty() {

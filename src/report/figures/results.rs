@@ -95,27 +95,33 @@ pub fn pretty_dataset(name: &str) -> String {
 }
 
 impl Results {
-    /// Reads `dir`'s `manifest.json`, `summary.csv` and (if present) `trials.csv`.
+    /// Reads a finished results folder: its `manifest.json` (which must list
+    /// every file with a matching checksum, see
+    /// [`crate::report::manifest::read_finished`]), `summary.csv` (which
+    /// must have rows) and, if the manifest lists it, `trials.csv`.
     pub fn load(dir: &Path) -> Result<Results> {
-        let manifest_path = dir.join("manifest.json");
-        let summary_path = dir.join("summary.csv");
-        if !dir.is_dir() {
-            bail!("results folder {} does not exist", dir.display());
-        }
-        if !manifest_path.is_file() || !summary_path.is_file() {
+        let manifest = crate::report::manifest::read_finished(dir)?;
+        let listed = |name: &str| {
+            manifest["files"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(name)))
+        };
+        if !listed("summary.csv") {
             bail!(
-                "{} is not a scarsim results folder: it needs manifest.json and summary.csv (written by `scarsim run`)",
+                "{} is not a scarsim results folder: its manifest lists no summary.csv",
                 dir.display()
             );
         }
-        let text = std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("cannot read {}", manifest_path.display()))?;
-        let manifest: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
+        let summary_path = dir.join("summary.csv");
         let summary = Table::read(&summary_path)?;
-        let trials_path = dir.join("trials.csv");
-        let trials = if trials_path.is_file() {
-            Some(Table::read(&trials_path)?)
+        if summary.rows.is_empty() {
+            bail!(
+                "{} has a header but no rows: there is nothing to draw or report",
+                summary_path.display()
+            );
+        }
+        let trials = if listed("trials.csv") {
+            Some(Table::read(&dir.join("trials.csv"))?)
         } else {
             None
         };
@@ -388,7 +394,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("scarsim-results-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let e = Results::load(&dir).unwrap_err().to_string();
-        assert!(e.contains("not a scarsim results folder"), "{e}");
+        assert!(e.contains("not a finished scarsim results folder"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }
