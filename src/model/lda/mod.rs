@@ -38,6 +38,9 @@
 //! Block distances combine by summation ([`NormKind::Sum`]), a positive
 //! linear combination of total-variation norms.
 
+mod lanes;
+mod sweep;
+
 use std::sync::Arc;
 
 use rand::RngExt;
@@ -46,6 +49,9 @@ use statrs::function::gamma::ln_gamma;
 use super::{IterCtx, Model, ModelInfo, NormKind};
 use crate::data::corpus::Corpus;
 use crate::rng::{Purpose, stream};
+use crate::simd;
+
+pub use lanes::LANES;
 
 /// Largest number of topics: assignments are stored as one byte per token.
 pub const MAX_TOPICS: usize = 256;
@@ -63,6 +69,23 @@ pub struct LdaConfig {
     pub init_seed: u64,
 }
 
+/// Groups of [`LANES`] runs swept together in one pass over the corpus.
+pub const PASS_GROUPS: usize = 2;
+
+/// Runs per cohort ([`Model::cohort_size`]): four groups of [`LANES`].
+pub const COHORT: usize = 4 * LANES;
+
+/// K, α and β: what the Gibbs kernels need of the hyper-parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Prior {
+    /// Number of topics K.
+    pub topics: usize,
+    /// Doc-topic prior α.
+    pub alpha: f64,
+    /// Topic-word prior β.
+    pub beta: f64,
+}
+
 /// LDA on a corpus.
 pub struct Lda {
     corpus: Arc<Corpus>,
@@ -76,6 +99,11 @@ pub struct Lda {
     ln_gamma_beta: Vec<f64>,
     /// Σ_d [lnΓ(Kα) − lnΓ(N_d + Kα)]: the part of log p(z) that does not depend on z.
     doc_norm: f64,
+    /// 1/(n + Vβ) for n = 0..=N: the reciprocal topic totals, each the
+    /// correctly rounded quotient a division gives.
+    inv_table: Vec<f64>,
+    /// The count type of each word's row in a group's stacked counts.
+    row_classes: lanes::RowClasses,
 }
 
 /// LDA state. Snapshots (see [`Model::snapshot`]) keep only the blocks:
@@ -94,6 +122,16 @@ pub struct LdaState {
 }
 
 impl LdaState {
+    /// A state with no tokens (a placeholder to be overwritten).
+    pub fn empty() -> LdaState {
+        LdaState {
+            assignments: Vec::new(),
+            doc_topic: Vec::new(),
+            word_topic: Vec::new(),
+            topic_total: Vec::new(),
+        }
+    }
+
     /// Bytes held by this state's vectors.
     pub fn bytes(&self) -> usize {
         self.assignments.len()
@@ -101,31 +139,21 @@ impl LdaState {
     }
 }
 
-/// Buffers of one run: the unnormalised weights of a token's topics and the
-/// reciprocals 1/(n_k + Vβ).
+/// Buffers of one run or cohort: the unnormalised weights of a token's
+/// topics, the reciprocals 1/(n_k + Vβ), one document's uniform numbers, and
+/// the lane layout of a group of cohort members.
 pub struct LdaWorkspace {
     weights: Vec<f64>,
     inv_total: Vec<f64>,
+    uniforms: Vec<f64>,
+    lanes: lanes::LaneBuffers,
 }
 
-/// Sum with four independent accumulators (a fixed order, so deterministic;
-/// shorter dependency chains than a left fold).
-#[inline]
-fn sum4(v: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let chunks = v.chunks_exact(4);
-    let rest = chunks.remainder();
-    for c in chunks {
-        acc[0] += c[0];
-        acc[1] += c[1];
-        acc[2] += c[2];
-        acc[3] += c[3];
+impl LdaWorkspace {
+    /// Bytes held by the buffers.
+    pub fn bytes(&self) -> usize {
+        8 * (self.weights.len() + self.inv_total.len() + self.uniforms.len()) + self.lanes.bytes()
     }
-    let mut total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for &x in rest {
-        total += x;
-    }
-    total
 }
 
 /// lnΓ(n + a) − lnΓ(a) for n = 0..=max, by the recurrence Γ(x + 1) = xΓ(x).
@@ -148,8 +176,17 @@ impl Lda {
             (2..=MAX_TOPICS).contains(&config.topics),
             "topics out of range"
         );
+        assert!(
+            corpus.total_tokens() < i32::MAX as usize,
+            "counts must fit in an i32"
+        );
         let k = config.topics as f64;
-        let max_word = corpus.word_counts().into_iter().max().unwrap_or(0);
+        let word_counts = corpus.word_counts();
+        let max_word = word_counts.iter().copied().max().unwrap_or(0);
+        let v_beta = corpus.vocab_size() as f64 * config.beta;
+        let inv_table = (0..=corpus.total_tokens())
+            .map(|n| 1.0 / (n as f64 + v_beta))
+            .collect();
         let doc_norm = (0..corpus.docs())
             .map(|d| {
                 ln_gamma(k * config.alpha) - ln_gamma(corpus.doc_len(d) as f64 + k * config.alpha)
@@ -159,6 +196,8 @@ impl Lda {
             ln_gamma_alpha: ln_gamma_table(config.alpha, corpus.max_doc_len()),
             ln_gamma_beta: ln_gamma_table(config.beta, max_word),
             doc_norm,
+            inv_table,
+            row_classes: lanes::RowClasses::new(&word_counts),
             topics: config.topics,
             alpha: config.alpha,
             beta: config.beta,
@@ -185,19 +224,215 @@ impl Lda {
             words += ln_gamma(v_beta) - ln_gamma(n as f64 + v_beta);
         }
         let tb = &self.ln_gamma_beta;
+        // A zero count adds lnΓ(β) − lnΓ(β) = +0.0, which leaves the sum
+        // unchanged (it is never −0.0), so no branch is needed.
         for &n in &state.word_topic {
-            if n != 0 {
-                words += tb[n as usize];
-            }
+            words += tb[n as usize];
         }
         let ta = &self.ln_gamma_alpha;
         let mut topics = self.doc_norm;
         for &n in &state.doc_topic {
-            if n != 0 {
-                topics += ta[n as usize];
-            }
+            topics += ta[n as usize];
         }
         (words, topics)
+    }
+
+    /// One Gibbs sweep exactly as first written: a division per reciprocal
+    /// and a loop that stops at the drawn topic. Kept as the reference the
+    /// vectorised sweeps ([`Model::step`], [`Model::step_many`]) are tested
+    /// and benchmarked against; they give the same bits.
+    pub fn step_reference(&self, state: &mut LdaState, ctx: IterCtx, ws: &mut LdaWorkspace) {
+        let c = &*self.corpus;
+        let k = self.topics;
+        let (alpha, beta) = (self.alpha, self.beta);
+        let v_beta = c.vocab_size() as f64 * beta;
+        let LdaState {
+            assignments,
+            doc_topic,
+            word_topic,
+            topic_total,
+        } = state;
+        let LdaWorkspace {
+            weights, inv_total, ..
+        } = ws;
+        let weights = &mut weights[..k];
+        let inv_total = &mut inv_total[..k];
+        let topic_total = &mut topic_total[..k];
+        for (inv, &n) in inv_total.iter_mut().zip(topic_total.iter()) {
+            *inv = 1.0 / (n as f64 + v_beta);
+        }
+        for d in 0..c.docs() {
+            let mut rng = stream(
+                ctx.run_seed,
+                Purpose::Iteration,
+                ctx.iteration as u64,
+                d as u64,
+            );
+            let (lo, hi) = (c.offsets[d], c.offsets[d + 1]);
+            let nd = &mut doc_topic[d * k..(d + 1) * k];
+            for (z, &w) in assignments[lo..hi].iter_mut().zip(&c.tokens[lo..hi]) {
+                let w = w as usize;
+                let nw = &mut word_topic[w * k..(w + 1) * k];
+                let old = *z as usize;
+                nd[old] -= 1;
+                nw[old] -= 1;
+                topic_total[old] -= 1;
+                inv_total[old] = 1.0 / (topic_total[old] as f64 + v_beta);
+                // Unnormalised conditional of every topic. Counts are far
+                // below 2^31, so the i32 route converts exactly (and vectorises).
+                for (((p, &a), &b), &inv) in weights
+                    .iter_mut()
+                    .zip(nd.iter())
+                    .zip(nw.iter())
+                    .zip(inv_total.iter())
+                {
+                    *p = (a as i32 as f64 + alpha) * (b as i32 as f64 + beta) * inv;
+                }
+                let u = rng.random::<f64>() * sweep::sum4(weights);
+                let mut acc = 0.0;
+                let mut new = k - 1;
+                for (t, &p) in weights[..k - 1].iter().enumerate() {
+                    acc += p;
+                    if acc > u {
+                        new = t;
+                        break;
+                    }
+                }
+                *z = new as u8;
+                nd[new] += 1;
+                nw[new] += 1;
+                topic_total[new] += 1;
+                inv_total[new] = 1.0 / (topic_total[new] as f64 + v_beta);
+            }
+        }
+    }
+
+    /// [`Model::step`] at an explicit kernel level (tests compare the levels).
+    pub fn step_at(
+        &self,
+        level: simd::Level,
+        state: &mut LdaState,
+        ctx: IterCtx,
+        ws: &mut LdaWorkspace,
+    ) {
+        let c = &*self.corpus;
+        let k = self.topics;
+        let prior = self.prior();
+        let LdaState {
+            assignments,
+            doc_topic,
+            word_topic,
+            topic_total,
+        } = state;
+        let LdaWorkspace {
+            weights,
+            inv_total,
+            uniforms,
+            ..
+        } = ws;
+        weights.resize(k, 0.0);
+        inv_total.resize(k, 0.0);
+        for (inv, &n) in inv_total.iter_mut().zip(&topic_total[..k]) {
+            *inv = self.inv_table[n as usize];
+        }
+        for d in 0..c.docs() {
+            let (lo, hi) = (c.offsets[d], c.offsets[d + 1]);
+            let mut rng = stream(
+                ctx.run_seed,
+                Purpose::Iteration,
+                ctx.iteration as u64,
+                d as u64,
+            );
+            uniforms.clear();
+            uniforms.extend((lo..hi).map(|_| rng.random::<f64>()));
+            sweep::sweep_doc_at(
+                level,
+                &c.tokens[lo..],
+                uniforms,
+                &mut assignments[lo..hi],
+                &mut doc_topic[d * k..(d + 1) * k],
+                word_topic,
+                topic_total,
+                inv_total,
+                weights,
+                &self.inv_table,
+                prior,
+            );
+        }
+    }
+
+    /// [`Model::step_many`] at an explicit kernel level: the active runs
+    /// are stepped in groups of up to [`LANES`] lanes.
+    pub fn step_many_at(
+        &self,
+        level: simd::Level,
+        states: &mut [LdaState],
+        active: &[bool],
+        ctx: IterCtx,
+        ws: &mut LdaWorkspace,
+    ) {
+        let c = &*self.corpus;
+        let input = lanes::SweepInput {
+            offsets: &c.offsets,
+            tokens: &c.tokens,
+            inv_table: &self.inv_table,
+            classes: &self.row_classes,
+            prior: self.prior(),
+        };
+        let mut members: Vec<&mut LdaState> = states
+            .iter_mut()
+            .zip(active)
+            .filter(|(_, a)| **a)
+            .map(|(s, _)| s)
+            .collect();
+        for pass in members.chunks_mut(PASS_GROUPS * LANES) {
+            lanes::sweep_groups(&input, pass, ctx, &mut ws.lanes, level);
+        }
+    }
+
+    fn prior(&self) -> Prior {
+        Prior {
+            topics: self.topics,
+            alpha: self.alpha,
+            beta: self.beta,
+        }
+    }
+
+    /// The metric of up to [`LANES`] states at once, into `out[..states.len()]`:
+    /// each lane's sums in the order of [`Lda::log_likelihood_parts`], the
+    /// lanes interleaved so that their dependency chains overlap.
+    fn metric_group(&self, states: &[&LdaState], out: &mut [f64; LANES]) {
+        let lanes = states.len();
+        assert!(lanes <= LANES);
+        let v_beta = self.corpus.vocab_size() as f64 * self.beta;
+        let (nw, nd) = (
+            self.corpus.vocab_size() * self.topics,
+            self.corpus.docs() * self.topics,
+        );
+        let mut words = [0.0f64; LANES];
+        let mut topics = [self.doc_norm; LANES];
+        for (w, s) in words.iter_mut().zip(states) {
+            for &n in &s.topic_total {
+                *w += ln_gamma(v_beta) - ln_gamma(n as f64 + v_beta);
+            }
+        }
+        let tb = &self.ln_gamma_beta;
+        let ta = &self.ln_gamma_alpha;
+        let wt: Vec<&[u32]> = states.iter().map(|s| &s.word_topic[..nw]).collect();
+        let dt: Vec<&[u32]> = states.iter().map(|s| &s.doc_topic[..nd]).collect();
+        for j in 0..nw {
+            for s in 0..lanes {
+                words[s] += tb[wt[s][j] as usize];
+            }
+        }
+        for j in 0..nd {
+            for s in 0..lanes {
+                topics[s] += ta[dt[s][j] as usize];
+            }
+        }
+        for s in 0..lanes {
+            out[s] = -(words[s] + topics[s]);
+        }
     }
 
     /// Checks that the counts agree with the assignments: n_dk, n_wk and n_k
@@ -291,6 +526,8 @@ impl Model for Lda {
         LdaWorkspace {
             weights: vec![0.0; self.topics],
             inv_total: vec![0.0; self.topics],
+            uniforms: Vec::new(),
+            lanes: lanes::LaneBuffers::default(),
         }
     }
 
@@ -300,67 +537,40 @@ impl Model for Lda {
     }
 
     fn step(&self, state: &mut LdaState, ctx: IterCtx, ws: &mut LdaWorkspace) {
-        let c = &*self.corpus;
-        let k = self.topics;
-        let (alpha, beta) = (self.alpha, self.beta);
-        let v_beta = c.vocab_size() as f64 * beta;
-        let LdaState {
-            assignments,
-            doc_topic,
-            word_topic,
-            topic_total,
-        } = state;
-        let LdaWorkspace { weights, inv_total } = ws;
-        let weights = &mut weights[..k];
-        let inv_total = &mut inv_total[..k];
-        let topic_total = &mut topic_total[..k];
-        for (inv, &n) in inv_total.iter_mut().zip(topic_total.iter()) {
-            *inv = 1.0 / (n as f64 + v_beta);
-        }
-        for d in 0..c.docs() {
-            let mut rng = stream(
-                ctx.run_seed,
-                Purpose::Iteration,
-                ctx.iteration as u64,
-                d as u64,
-            );
-            let (lo, hi) = (c.offsets[d], c.offsets[d + 1]);
-            let nd = &mut doc_topic[d * k..(d + 1) * k];
-            for (z, &w) in assignments[lo..hi].iter_mut().zip(&c.tokens[lo..hi]) {
-                let w = w as usize;
-                let nw = &mut word_topic[w * k..(w + 1) * k];
-                let old = *z as usize;
-                nd[old] -= 1;
-                nw[old] -= 1;
-                topic_total[old] -= 1;
-                inv_total[old] = 1.0 / (topic_total[old] as f64 + v_beta);
-                // Unnormalised conditional of every topic. Counts are far
-                // below 2^31, so the i32 route converts exactly (and vectorises).
-                for (((p, &a), &b), &inv) in weights
-                    .iter_mut()
-                    .zip(nd.iter())
-                    .zip(nw.iter())
-                    .zip(inv_total.iter())
-                {
-                    *p = (a as i32 as f64 + alpha) * (b as i32 as f64 + beta) * inv;
-                }
-                let u = rng.random::<f64>() * sum4(weights);
-                let mut acc = 0.0;
-                let mut new = k - 1;
-                for (t, &p) in weights[..k - 1].iter().enumerate() {
-                    acc += p;
-                    if acc > u {
-                        new = t;
-                        break;
-                    }
-                }
-                *z = new as u8;
-                nd[new] += 1;
-                nw[new] += 1;
-                topic_total[new] += 1;
-                inv_total[new] = 1.0 / (topic_total[new] as f64 + v_beta);
+        self.step_at(simd::level(), state, ctx, ws);
+    }
+
+    fn cohort_size(&self) -> usize {
+        COHORT
+    }
+
+    fn metric_many(
+        &self,
+        states: &[LdaState],
+        active: &[bool],
+        _next: IterCtx,
+        _ws: &mut LdaWorkspace,
+        out: &mut [f64],
+    ) {
+        let members: Vec<usize> = (0..states.len()).filter(|&i| active[i]).collect();
+        for group in members.chunks(LANES) {
+            let refs: Vec<&LdaState> = group.iter().map(|&i| &states[i]).collect();
+            let mut values = [0.0; LANES];
+            self.metric_group(&refs, &mut values);
+            for (&i, &m) in group.iter().zip(&values) {
+                out[i] = m;
             }
         }
+    }
+
+    fn step_many(
+        &self,
+        states: &mut [LdaState],
+        active: &[bool],
+        ctx: IterCtx,
+        ws: &mut LdaWorkspace,
+    ) {
+        self.step_many_at(simd::level(), states, active, ctx, ws);
     }
 
     fn copy_block(&self, src: &LdaState, dst: &mut LdaState, block: usize) {
@@ -448,6 +658,122 @@ mod tests {
             out.push(m.snapshot(&s));
         }
         (out, s)
+    }
+
+    /// The metric exactly as first written (zero counts skipped by a branch).
+    fn metric_reference(m: &Lda, state: &LdaState) -> f64 {
+        let v_beta = m.corpus.vocab_size() as f64 * m.beta;
+        let mut words = 0.0;
+        for &n in &state.topic_total {
+            words += ln_gamma(v_beta) - ln_gamma(n as f64 + v_beta);
+        }
+        for &n in &state.word_topic {
+            if n != 0 {
+                words += m.ln_gamma_beta[n as usize];
+            }
+        }
+        let mut topics = m.doc_norm;
+        for &n in &state.doc_topic {
+            if n != 0 {
+                topics += m.ln_gamma_alpha[n as usize];
+            }
+        }
+        -(words + topics)
+    }
+
+    #[test]
+    fn sweep_matches_the_reference_at_every_level() {
+        for topics in [20, 7, 2] {
+            let mut m = small(6);
+            m.topics = topics;
+            let mut ws = m.workspace();
+            let x0 = m.init();
+            let mut reference = x0.clone();
+            let mut fast: Vec<LdaState> = simd::Level::supported()
+                .into_iter()
+                .map(|_| x0.clone())
+                .collect();
+            for k in 0..6 {
+                assert_eq!(
+                    m.metric(&reference, &mut ws).to_bits(),
+                    metric_reference(&m, &reference).to_bits()
+                );
+                m.step_reference(&mut reference, ctx(k), &mut ws);
+                for (level, s) in simd::Level::supported().into_iter().zip(&mut fast) {
+                    m.step_at(level, s, ctx(k), &mut ws);
+                    assert_eq!(
+                        *s, reference,
+                        "K = {topics}, level {level:?}, iteration {k}"
+                    );
+                }
+            }
+            m.check_invariants(&reference).unwrap();
+        }
+    }
+
+    /// Members join a cohort at different iterations and leave at others;
+    /// every member's states and metrics equal those of its run alone, at
+    /// every kernel level.
+    #[test]
+    fn cohort_members_match_single_runs() {
+        let m = small(7);
+        let mut ws = m.workspace();
+        let (traj, _) = trajectory(&m, 4);
+        // 19 members: three groups, the last one partial; member i joins at
+        // iteration i % 4 from a state reset in some documents, and leaves
+        // after 3 + i % 5 iterations.
+        let n = 19;
+        let start: Vec<usize> = (0..n).map(|i| i % 4).collect();
+        let stop: Vec<usize> = (0..n).map(|i| start[i] + 3 + i % 5).collect();
+        let fork = |i: usize| {
+            let mut s = traj[start[i]].clone();
+            for d in (i..m.block_count()).step_by(5 + i) {
+                m.copy_block(&traj[0], &mut s, d);
+            }
+            m.rebuild_derived(&mut s);
+            s
+        };
+        // Each member alone, by the reference sweep.
+        let alone: Vec<Vec<(f64, LdaState)>> = (0..n)
+            .map(|i| {
+                let mut s = fork(i);
+                let mut out = Vec::new();
+                for k in start[i]..stop[i] {
+                    out.push((metric_reference(&m, &s), s.clone()));
+                    m.step_reference(&mut s, ctx(k), &mut ws);
+                }
+                out.push((metric_reference(&m, &s), s));
+                out
+            })
+            .collect();
+        for level in simd::Level::supported() {
+            let mut states: Vec<LdaState> = (0..n).map(|_| LdaState::empty()).collect();
+            let mut metrics = vec![f64::NAN; n];
+            for k in 0..=*stop.iter().max().unwrap() {
+                let mut active = vec![false; n];
+                for i in 0..n {
+                    if k == start[i] {
+                        states[i] = fork(i);
+                    }
+                    active[i] = (start[i]..=stop[i]).contains(&k);
+                }
+                m.metric_many(&states, &active, ctx(k), &mut ws, &mut metrics);
+                for i in 0..n {
+                    if !active[i] {
+                        continue;
+                    }
+                    let (want, ref state) = alone[i][k - start[i]];
+                    assert_eq!(states[i], *state, "member {i}, iteration {k}, {level:?}");
+                    assert_eq!(
+                        metrics[i].to_bits(),
+                        want.to_bits(),
+                        "member {i}, iteration {k}"
+                    );
+                    active[i] = k < stop[i];
+                }
+                m.step_many_at(level, &mut states, &active, ctx(k), &mut ws);
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,638 @@
+//! A cohort of LDA runs stepped as SIMD lanes ("structure of arrays across
+//! trials").
+//!
+//! The runs of a cohort sample the same corpus with the same uniform number
+//! per token (common random numbers, see the module docs of [`super`]), so at
+//! every token they read the same document d and word w and differ only in
+//! their counts. Up to [`LANES`] runs form a group: their topic totals and
+//! the current document's n_dk + α are laid out `[topic][lane]`, their
+//! word-topic counts `[word][topic][lane]`, and one pass over the corpus
+//! computes every lane's conditional with vector operations across lanes.
+//! Lane s does exactly the scalar computation of its run — the weights
+//! ((n_dk + α)(n_wk + β))·1/(n_k + Vβ) topic by topic, the same
+//! four-accumulator total, the prefix sum over topics in topic order — so a
+//! run's bits do not depend on the cohort it is stepped in, nor on the lane
+//! it occupies. Nothing is ever reduced across lanes; lanes past the active
+//! runs compute on zero counts and are never written back.
+//!
+//! The draw itself is branch-free: the prefix sums acc_t are non-decreasing
+//! (the weights are non-negative and rounding is monotone), so the first t
+//! with acc_t > u, or K − 1 if there is none, is the number of t < K − 1 with
+//! acc_t ≤ u.
+//!
+//! Memory: a group's word-topic counts are eight times one run's and do not
+//! fit in the core's cache, so each word's row is stored in the narrowest
+//! unsigned type that holds the word's corpus frequency (no n_wk can exceed
+//! it): `u8` for the many rare words, `u16` for most others, `u32` for the
+//! few most frequent ones ([`RowClasses`]). Rows of the next tokens are
+//! prefetched.
+
+use super::{LdaState, Prior};
+use crate::model::IterCtx;
+use crate::rng::{Purpose, stream};
+use rand::RngExt;
+
+/// Runs per group: eight f64 lanes fill one AVX-512 register (two AVX2 ones).
+pub const LANES: usize = 8;
+
+/// Tokens ahead whose word-topic rows are fetched into the cache.
+const PREFETCH: usize = 4;
+
+/// Which table holds each word's stacked row: the narrowest count type that
+/// holds the word's corpus frequency.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RowClasses {
+    /// Per word: class (0 = `u8`, 1 = `u16`, 2 = `u32`) in the top two bits,
+    /// the row's index in that class's table below.
+    slot: Vec<u32>,
+    /// Rows per class.
+    rows: [usize; 3],
+}
+
+const CLASS_SHIFT: u32 = 30;
+const INDEX_MASK: u32 = (1 << CLASS_SHIFT) - 1;
+
+impl RowClasses {
+    /// Classes for words with these corpus frequencies.
+    pub(super) fn new(word_counts: &[usize]) -> RowClasses {
+        assert!(
+            word_counts.len() <= INDEX_MASK as usize,
+            "vocabulary too large"
+        );
+        let mut rows = [0usize; 3];
+        let slot = word_counts
+            .iter()
+            .map(|&n| {
+                let class = if n <= u8::MAX as usize {
+                    0
+                } else if n <= u16::MAX as usize {
+                    1
+                } else {
+                    2
+                };
+                let idx = rows[class];
+                rows[class] += 1;
+                ((class as u32) << CLASS_SHIFT) | idx as u32
+            })
+            .collect();
+        RowClasses { slot, rows }
+    }
+
+    #[inline(always)]
+    fn of(&self, w: usize) -> (u32, usize) {
+        let s = self.slot[w];
+        (s >> CLASS_SHIFT, (s & INDEX_MASK) as usize)
+    }
+}
+
+/// A count type of the stacked word-topic rows.
+trait Count: Copy + Default {
+    fn to_f64(self) -> f64;
+    fn inc(&mut self);
+    fn dec(&mut self);
+    /// `n`, which fits because no n_wk exceeds its word's frequency.
+    fn narrow(n: u32) -> Self;
+    fn widen(self) -> u32;
+}
+
+macro_rules! count {
+    ($t:ty) => {
+        impl Count for $t {
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                // Counts are far below 2^31: the i32 route converts exactly
+                // and vectorises on every level.
+                self as i32 as f64
+            }
+            #[inline(always)]
+            fn inc(&mut self) {
+                *self += 1;
+            }
+            #[inline(always)]
+            fn dec(&mut self) {
+                *self -= 1;
+            }
+            #[inline(always)]
+            fn narrow(n: u32) -> Self {
+                <$t>::try_from(n).expect("a word-topic count exceeds its word's frequency")
+            }
+            #[inline(always)]
+            fn widen(self) -> u32 {
+                self as u32
+            }
+        }
+    };
+}
+count!(u8);
+count!(u16);
+count!(u32);
+
+/// The tables of one group, reused across iterations.
+#[derive(Default)]
+struct GroupBuffers {
+    /// n_wk of the words of class `u8`, `[row][topic][lane]`.
+    rows8: Vec<[u8; LANES]>,
+    /// n_wk of the words of class `u16`.
+    rows16: Vec<[u16; LANES]>,
+    /// n_wk of the words of class `u32`.
+    rows32: Vec<[u32; LANES]>,
+    /// n_k, `[topic][lane]`.
+    total: Vec<[u32; LANES]>,
+    /// 1/(n_k + Vβ), `[topic][lane]`.
+    inv_total: Vec<[f64; LANES]>,
+    /// n_dk of the current document, `[topic][lane]`.
+    nd: Vec<[u32; LANES]>,
+    /// Prefix sums of one token's weights, `[topic][lane]`.
+    prefix: Vec<[f64; LANES]>,
+}
+
+/// The buffers of the groups of one pass, reused across iterations.
+#[derive(Default)]
+pub(super) struct LaneBuffers {
+    groups: Vec<GroupBuffers>,
+    /// Uniform numbers of the current document's tokens.
+    uniforms: Vec<f64>,
+}
+
+impl LaneBuffers {
+    /// Bytes held (for the memory estimate of a plan).
+    pub(super) fn bytes(&self) -> usize {
+        let g: usize = self
+            .groups
+            .iter()
+            .map(|g| {
+                LANES * (g.rows8.len() + 2 * g.rows16.len() + 4 * g.rows32.len())
+                    + 4 * LANES * (g.total.len() + g.nd.len())
+                    + 8 * LANES * (g.inv_total.len() + g.prefix.len())
+            })
+            .sum();
+        g + 8 * self.uniforms.len()
+    }
+}
+
+/// Asks the CPU to bring `data` into the cache (no effect on results).
+#[inline(always)]
+pub(super) fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let start = data.as_ptr() as *const i8;
+        let bytes = std::mem::size_of_val(data);
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: prefetching never faults; the address is inside `data`.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    start.wrapping_add(off),
+                );
+            }
+            off += 64;
+        }
+        if bytes > 0 {
+            // The last line, when `data` does not start on a line boundary.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    start.wrapping_add(bytes - 1),
+                );
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+/// One group's slices for one document: `z[s]` are lane s's topics of the
+/// document's tokens (empty past `lanes`), `nd` every lane's n_dk of the
+/// document, the rest the group's tables (see [`GroupBuffers`]).
+pub(super) struct GroupDoc<'a> {
+    pub z: [&'a mut [u8]; LANES],
+    pub lanes: usize,
+    pub nd: &'a mut [[u32; LANES]],
+    pub rows8: &'a mut [[u8; LANES]],
+    pub rows16: &'a mut [[u16; LANES]],
+    pub rows32: &'a mut [[u32; LANES]],
+    pub total: &'a mut [[u32; LANES]],
+    pub inv_total: &'a mut [[f64; LANES]],
+    pub prefix: &'a mut [[f64; LANES]],
+}
+
+/// A group's state the token updates of one document share. `z[s]` points
+/// at lane s's topics of the document's tokens, each checked to be below K
+/// (and `nd`, `total`, `inv_total`, `prefix` and every row hold K entries),
+/// so the hot loop indexes them without bounds checks.
+struct Group<'a> {
+    z: [*mut u8; LANES],
+    nd: &'a mut [[u32; LANES]],
+    total: &'a mut [[u32; LANES]],
+    inv_total: &'a mut [[f64; LANES]],
+    prefix: &'a mut [[f64; LANES]],
+    rows8: &'a mut [[u8; LANES]],
+    rows16: &'a mut [[u16; LANES]],
+    rows32: &'a mut [[u32; LANES]],
+    inv_table: &'a [f64],
+    prior: Prior,
+    lanes: usize,
+}
+
+impl Group<'_> {
+    /// Moves token `i` of lane `s` out of its topic (`ADD` false) or into
+    /// topic `t` (`ADD` true); returns the token's old topic.
+    ///
+    /// # Safety
+    /// `i` is below the document's length, `s` below `self.lanes`, `t` below
+    /// K, and `row` holds K entries.
+    #[inline(always)]
+    unsafe fn move_token<C: Count, const ADD: bool>(
+        &mut self,
+        row: &mut [[C; LANES]],
+        i: usize,
+        s: usize,
+        t: usize,
+    ) -> usize {
+        // SAFETY: the caller's contract; `z[s]` points at the document's
+        // topics of lane s, each below K (checked by `lane_doc_body`).
+        unsafe {
+            let zp = self.z.get_unchecked(s).add(i);
+            let t = if ADD {
+                *zp = t as u8;
+                t
+            } else {
+                *zp as usize
+            };
+            let nd = self.nd.get_unchecked_mut(t).get_unchecked_mut(s);
+            let nw = row.get_unchecked_mut(t).get_unchecked_mut(s);
+            let n = self.total.get_unchecked_mut(t).get_unchecked_mut(s);
+            if ADD {
+                *nd += 1;
+                nw.inc();
+                *n += 1;
+            } else {
+                *nd -= 1;
+                nw.dec();
+                *n -= 1;
+            }
+            *self.inv_total.get_unchecked_mut(t).get_unchecked_mut(s) = self.inv_table[*n as usize];
+            t
+        }
+    }
+
+    /// The Gibbs update of token `i` of the document (uniform number `r`)
+    /// in every lane, with its word's stacked row `row` (K entries).
+    ///
+    /// # Safety
+    /// `i` is below the document's length.
+    // The loops over lanes and topics index several `[topic][lane]` tables
+    // at once; plain index loops keep them one vector operation each.
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    unsafe fn token<C: Count>(&mut self, row: &mut [[C; LANES]], i: usize, r: f64) {
+        let k = self.prior.topics;
+        let (alpha, beta) = (self.prior.alpha, self.prior.beta);
+        let row = &mut row[..k];
+        for s in 0..self.lanes {
+            // SAFETY: `i` by the caller's contract, `s` below `lanes`.
+            unsafe { self.move_token::<C, false>(row, i, s, 0) };
+        }
+        // Weights of every topic, the four-accumulator total (sum4) and the
+        // running prefix sum, lane by lane in the scalar code's order.
+        let nd = &self.nd[..k];
+        let inv_total = &self.inv_total[..k];
+        let prefix = &mut self.prefix[..k];
+        let weight = |t: usize| {
+            let (a, b, inv) = (&nd[t], &row[t], &inv_total[t]);
+            let mut p = [0.0f64; LANES];
+            for s in 0..LANES {
+                p[s] = ((a[s] as i32 as f64 + alpha) * (b[s].to_f64() + beta)) * inv[s];
+            }
+            p
+        };
+        let chunks = k / 4;
+        let mut acc4 = [[0.0f64; LANES]; 4];
+        let mut run = [0.0f64; LANES];
+        for c in 0..chunks {
+            for j in 0..4 {
+                let t = 4 * c + j;
+                let p = weight(t);
+                for s in 0..LANES {
+                    acc4[j][s] += p[s];
+                    run[s] += p[s];
+                }
+                prefix[t] = run;
+            }
+        }
+        let mut sum = [0.0f64; LANES];
+        for s in 0..LANES {
+            sum[s] = (acc4[0][s] + acc4[1][s]) + (acc4[2][s] + acc4[3][s]);
+        }
+        for t in 4 * chunks..k {
+            let p = weight(t);
+            for s in 0..LANES {
+                sum[s] += p[s];
+                run[s] += p[s];
+            }
+            prefix[t] = run;
+        }
+        let mut u = [0.0f64; LANES];
+        for s in 0..LANES {
+            u[s] = r * sum[s];
+        }
+        // Counted in f64 (exact for these small integers): a float sum in a
+        // fixed order keeps the compiler from turning the loop over topics
+        // into a reduction with gathers; it stays one vector op per topic.
+        // Four partial counts (sums of zeros and ones are exact in any order).
+        let mut cnt = [[0.0f64; LANES]; 4];
+        for (j, pt) in prefix[..k - 1].iter().enumerate() {
+            for s in 0..LANES {
+                cnt[j % 4][s] += if pt[s] <= u[s] { 1.0 } else { 0.0 };
+            }
+        }
+        let mut new = [0.0f64; LANES];
+        for s in 0..LANES {
+            new[s] = (cnt[0][s] + cnt[1][s]) + (cnt[2][s] + cnt[3][s]);
+        }
+        for s in 0..self.lanes {
+            // At most K − 1 comparisons hold, so the topic is below K.
+            let t = (new[s] as usize).min(k - 1);
+            // SAFETY: `i` by the caller's contract, `s` below `lanes`, `t` below K.
+            unsafe { self.move_token::<C, true>(row, i, s, t) };
+        }
+    }
+}
+
+/// The Gibbs updates of one document's tokens for several groups of runs
+/// (see the module docs), token by token so that the groups' dependency
+/// chains overlap. `words` are the word ids from the document's first token
+/// on (those past its end are only prefetched), `uniforms` the uniform
+/// numbers of its tokens; `inv_table[n]` = 1/(n + Vβ).
+#[inline(always)]
+fn lane_doc_body(
+    words: &[u32],
+    uniforms: &[f64],
+    groups: &mut [GroupDoc<'_>],
+    classes: &RowClasses,
+    inv_table: &[f64],
+    prior: Prior,
+) {
+    let k = prior.topics;
+    let len = uniforms.len();
+    assert!(words.len() >= len);
+    let mut gs: Vec<Group<'_>> = groups
+        .iter_mut()
+        .map(|gd| {
+            assert!(gd.lanes <= LANES);
+            assert!(
+                gd.nd.len() >= k
+                    && gd.total.len() >= k
+                    && gd.inv_total.len() >= k
+                    && gd.prefix.len() >= k
+            );
+            let mut ptrs = [std::ptr::null_mut(); LANES];
+            for (p, zs) in ptrs.iter_mut().zip(gd.z.iter_mut()).take(gd.lanes) {
+                assert!(
+                    zs.len() >= len,
+                    "a lane's topics are shorter than the document"
+                );
+                assert!(
+                    zs[..len].iter().all(|&t| (t as usize) < k),
+                    "a token's topic is not below K = {k}"
+                );
+                *p = zs.as_mut_ptr();
+            }
+            Group {
+                z: ptrs,
+                nd: &mut *gd.nd,
+                total: &mut *gd.total,
+                inv_total: &mut *gd.inv_total,
+                prefix: &mut *gd.prefix,
+                rows8: &mut *gd.rows8,
+                rows16: &mut *gd.rows16,
+                rows32: &mut *gd.rows32,
+                inv_table,
+                prior,
+                lanes: gd.lanes,
+            }
+        })
+        .collect();
+    for (i, &r) in uniforms.iter().enumerate() {
+        if let Some(&ahead) = words.get(i + PREFETCH) {
+            let (class, j) = classes.of(ahead as usize);
+            for g in gs.iter() {
+                match class {
+                    0 => prefetch(&g.rows8[j * k..(j + 1) * k]),
+                    1 => prefetch(&g.rows16[j * k..(j + 1) * k]),
+                    _ => prefetch(&g.rows32[j * k..(j + 1) * k]),
+                }
+            }
+        }
+        let (class, j) = classes.of(words[i] as usize);
+        for g in gs.iter_mut() {
+            // SAFETY: `i` is below the document's length (`uniforms.len()`),
+            // and every lane's topics were checked above (updates keep them
+            // below K).
+            unsafe {
+                match class {
+                    0 => {
+                        let row: *mut [[u8; LANES]] = &mut g.rows8[j * k..(j + 1) * k];
+                        g.token(&mut *row, i, r)
+                    }
+                    1 => {
+                        let row: *mut [[u16; LANES]] = &mut g.rows16[j * k..(j + 1) * k];
+                        g.token(&mut *row, i, r)
+                    }
+                    _ => {
+                        let row: *mut [[u32; LANES]] = &mut g.rows32[j * k..(j + 1) * k];
+                        g.token(&mut *row, i, r)
+                    }
+                }
+            }
+        }
+    }
+}
+
+crate::simd::kernel! {
+    /// One document's Gibbs updates for several groups of runs ([`lane_doc_body`]).
+    #[allow(dead_code)]
+    pub(super) fn lane_doc, lane_doc_at(
+        words: &[u32],
+        uniforms: &[f64],
+        groups: &mut [GroupDoc<'_>],
+        classes: &RowClasses,
+        inv_table: &[f64],
+        prior: Prior,
+    ) = lane_doc_body;
+}
+
+/// The model data a group sweep needs.
+pub(super) struct SweepInput<'a> {
+    /// Start of each document in `tokens`, plus the end.
+    pub offsets: &'a [usize],
+    /// Word ids of the corpus.
+    pub tokens: &'a [u32],
+    /// 1/(n + Vβ) for n = 0..=N.
+    pub inv_table: &'a [f64],
+    /// Row table of each word.
+    pub classes: &'a RowClasses,
+    /// K, α, β.
+    pub prior: Prior,
+}
+
+/// Stacks `src` (each lane's `[word][topic]` counts) into the class tables.
+fn stack<C: Count>(
+    table: &mut Vec<[C; LANES]>,
+    rows: usize,
+    class: u32,
+    classes: &RowClasses,
+    k: usize,
+    src: &[&[u32]],
+) {
+    table.clear();
+    table.resize(rows * k, [C::default(); LANES]);
+    for (w, &slot) in classes.slot.iter().enumerate() {
+        if slot >> CLASS_SHIFT != class {
+            continue;
+        }
+        let j = (slot & INDEX_MASK) as usize;
+        let dst = &mut table[j * k..(j + 1) * k];
+        for (s, col) in src.iter().enumerate() {
+            for (d, &n) in dst.iter_mut().zip(&col[w * k..(w + 1) * k]) {
+                d[s] = C::narrow(n);
+            }
+        }
+    }
+}
+
+/// Writes the class table back into each lane's `[word][topic]` counts.
+fn unstack<C: Count>(
+    table: &[[C; LANES]],
+    class: u32,
+    classes: &RowClasses,
+    k: usize,
+    dst: &mut [&mut [u32]],
+) {
+    for (w, &slot) in classes.slot.iter().enumerate() {
+        if slot >> CLASS_SHIFT != class {
+            continue;
+        }
+        let j = (slot & INDEX_MASK) as usize;
+        let row = &table[j * k..(j + 1) * k];
+        for (s, col) in dst.iter_mut().enumerate() {
+            for (d, e) in col[w * k..(w + 1) * k].iter_mut().zip(row) {
+                *d = e[s].widen();
+            }
+        }
+    }
+}
+
+/// One Gibbs sweep of the runs `members` (at most `groups × LANES`), as
+/// the lanes of groups of [`LANES`] stepped together, at the kernel level
+/// `level`; every member ends exactly where [`super::Lda`]'s single-run step
+/// would take it.
+pub(super) fn sweep_groups(
+    input: &SweepInput<'_>,
+    members: &mut [&mut LdaState],
+    ctx: IterCtx,
+    buf: &mut LaneBuffers,
+    level: crate::simd::Level,
+) {
+    let k = input.prior.topics;
+    let classes = input.classes;
+    let n_groups = members.len().div_ceil(LANES);
+    if n_groups == 0 {
+        return;
+    }
+    if buf.groups.len() < n_groups {
+        buf.groups.resize_with(n_groups, GroupBuffers::default);
+    }
+    let LaneBuffers { groups, uniforms } = buf;
+    for (gb, ms) in groups.iter_mut().zip(members.chunks(LANES)) {
+        let src: Vec<&[u32]> = ms.iter().map(|m| &m.word_topic[..]).collect();
+        stack(&mut gb.rows8, classes.rows[0], 0, classes, k, &src);
+        stack(&mut gb.rows16, classes.rows[1], 1, classes, k, &src);
+        stack(&mut gb.rows32, classes.rows[2], 2, classes, k, &src);
+        gb.total.clear();
+        gb.total.resize(k, [0; LANES]);
+        gb.inv_total.clear();
+        gb.inv_total.resize(k, [input.inv_table[0]; LANES]);
+        for (s, m) in ms.iter().enumerate() {
+            for t in 0..k {
+                gb.total[t][s] = m.topic_total[t];
+                gb.inv_total[t][s] = input.inv_table[m.topic_total[t] as usize];
+            }
+        }
+        gb.nd.clear();
+        gb.nd.resize(k, [0; LANES]);
+        gb.prefix.resize(k, [0.0; LANES]);
+    }
+    let groups = &mut groups[..n_groups];
+    let docs = input.offsets.len() - 1;
+    for d in 0..docs {
+        let (lo, hi) = (input.offsets[d], input.offsets[d + 1]);
+        if hi == lo {
+            continue;
+        }
+        let mut rng = stream(
+            ctx.run_seed,
+            Purpose::Iteration,
+            ctx.iteration as u64,
+            d as u64,
+        );
+        uniforms.clear();
+        uniforms.extend((lo..hi).map(|_| rng.random::<f64>()));
+        let mut docs: Vec<GroupDoc<'_>> = groups
+            .iter_mut()
+            .zip(members.chunks_mut(LANES))
+            .map(|(gb, ms)| {
+                for (s, m) in ms.iter().enumerate() {
+                    for (t, &n) in m.doc_topic[d * k..(d + 1) * k].iter().enumerate() {
+                        gb.nd[t][s] = n;
+                    }
+                }
+                let lanes = ms.len();
+                let mut z: [&mut [u8]; LANES] = Default::default();
+                for (zs, m) in z.iter_mut().zip(ms.iter_mut()) {
+                    *zs = &mut m.assignments[lo..hi];
+                }
+                GroupDoc {
+                    z,
+                    lanes,
+                    nd: &mut gb.nd,
+                    rows8: &mut gb.rows8,
+                    rows16: &mut gb.rows16,
+                    rows32: &mut gb.rows32,
+                    total: &mut gb.total,
+                    inv_total: &mut gb.inv_total,
+                    prefix: &mut gb.prefix,
+                }
+            })
+            .collect();
+        lane_doc_at(
+            level,
+            &input.tokens[lo..],
+            uniforms,
+            &mut docs,
+            classes,
+            input.inv_table,
+            input.prior,
+        );
+        drop(docs);
+        for (gb, ms) in groups.iter().zip(members.chunks_mut(LANES)) {
+            for (s, m) in ms.iter_mut().enumerate() {
+                for (t, n) in m.doc_topic[d * k..(d + 1) * k].iter_mut().enumerate() {
+                    *n = gb.nd[t][s];
+                }
+            }
+        }
+    }
+    for (gb, ms) in groups.iter().zip(members.chunks_mut(LANES)) {
+        for (s, m) in ms.iter_mut().enumerate() {
+            for t in 0..k {
+                m.topic_total[t] = gb.total[t][s];
+            }
+        }
+        let mut dst: Vec<&mut [u32]> = ms.iter_mut().map(|m| &mut m.word_topic[..]).collect();
+        unstack(&gb.rows8, 0, classes, k, &mut dst);
+        unstack(&gb.rows16, 1, classes, k, &mut dst);
+        unstack(&gb.rows32, 2, classes, k, &mut dst);
+    }
+}
