@@ -17,8 +17,8 @@
 //! the [`crate::kernel!`] pattern with a register type per level, [`Simd`]):
 //! a lane operation is one AVX-512 instruction, two AVX2 instructions or
 //! eight scalar ones, each lane the correctly rounded IEEE operation of the
-//! scalar code, so every level gives the same bits. Multiplies and adds stay
-//! separate, as in the scalar code.
+//! scalar code (fused multiply-adds included: `f64::mul_add` on the portable
+//! level), so every level gives the same bits.
 
 /// Lanes per group: trials computed side by side (one AVX-512 register of f64).
 pub const W: usize = 8;
@@ -76,6 +76,10 @@ pub trait Simd {
     fn mul(a: Self::R, b: Self::R) -> Self::R;
     /// `a / b` per lane.
     fn div(a: Self::R, b: Self::R) -> Self::R;
+    /// `a · b + c` per lane, rounded once (`f64::mul_add`).
+    fn fma(a: Self::R, b: Self::R, c: Self::R) -> Self::R;
+    /// `c − a · b` per lane, rounded once (`(-a).mul_add(b, c)`).
+    fn fnma(a: Self::R, b: Self::R, c: Self::R) -> Self::R;
     /// `sqrt(max(x, MIN_POSITIVE))` per lane (`f64::max`: a NaN gives
     /// MIN_POSITIVE): the Cholesky pivot of [`super::single::cholesky_solve_upper`].
     fn pivot(x: Self::R) -> Self::R;
@@ -115,6 +119,14 @@ impl Simd for Portable {
     #[inline(always)]
     fn div(a: [f64; W], b: [f64; W]) -> [f64; W] {
         std::array::from_fn(|l| a[l] / b[l])
+    }
+    #[inline(always)]
+    fn fma(a: [f64; W], b: [f64; W], c: [f64; W]) -> [f64; W] {
+        std::array::from_fn(|l| a[l].mul_add(b[l], c[l]))
+    }
+    #[inline(always)]
+    fn fnma(a: [f64; W], b: [f64; W], c: [f64; W]) -> [f64; W] {
+        std::array::from_fn(|l| (-a[l]).mul_add(b[l], c[l]))
     }
     #[inline(always)]
     fn pivot(x: [f64; W]) -> [f64; W] {
@@ -172,6 +184,17 @@ mod x86 {
         fn div(a: __m512d, b: __m512d) -> __m512d {
             // SAFETY: as above.
             unsafe { _mm512_div_pd(a, b) }
+        }
+        #[inline(always)]
+        fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            // SAFETY: as above.
+            unsafe { _mm512_fmadd_pd(a, b, c) }
+        }
+        #[inline(always)]
+        fn fnma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            // −(a·b) + c rounded once: the same as (−a)·b + c.
+            // SAFETY: as above.
+            unsafe { _mm512_fnmadd_pd(a, b, c) }
         }
         #[inline(always)]
         fn pivot(x: __m512d) -> __m512d {
@@ -235,6 +258,26 @@ mod x86 {
         fn div(a: [__m256d; 2], b: [__m256d; 2]) -> [__m256d; 2] {
             // SAFETY: as above.
             unsafe { [_mm256_div_pd(a[0], b[0]), _mm256_div_pd(a[1], b[1])] }
+        }
+        #[inline(always)]
+        fn fma(a: [__m256d; 2], b: [__m256d; 2], c: [__m256d; 2]) -> [__m256d; 2] {
+            // SAFETY: as above (FMA is enabled with AVX2).
+            unsafe {
+                [
+                    _mm256_fmadd_pd(a[0], b[0], c[0]),
+                    _mm256_fmadd_pd(a[1], b[1], c[1]),
+                ]
+            }
+        }
+        #[inline(always)]
+        fn fnma(a: [__m256d; 2], b: [__m256d; 2], c: [__m256d; 2]) -> [__m256d; 2] {
+            // SAFETY: as above.
+            unsafe {
+                [
+                    _mm256_fnmadd_pd(a[0], b[0], c[0]),
+                    _mm256_fnmadd_pd(a[1], b[1], c[1]),
+                ]
+            }
         }
         #[inline(always)]
         fn pivot(x: [__m256d; 2]) -> [__m256d; 2] {
@@ -521,9 +564,9 @@ fn accumulate_p<S: Simd, const P: usize>(
             let x: [S::R; P] = std::array::from_fn(|s| S::load(&x[s]));
             let a = S::splat(a as f64);
             for s in 0..P {
-                rb[s] = S::add(rb[s], S::mul(a, x[s]));
+                rb[s] = S::fma(a, x[s], rb[s]);
                 for t in s..P {
-                    acc[s][t] = S::add(acc[s][t], S::mul(x[s], x[t]));
+                    acc[s][t] = S::fma(x[s], x[t], acc[s][t]);
                 }
             }
         }
@@ -702,7 +745,7 @@ fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
         for a in 0..RS {
             for b in 0..CS {
                 if !DIAG || b >= a {
-                    acc[a][b] = S::add(acc[a][b], S::mul(xs[a], xt[b]));
+                    acc[a][b] = S::fma(xs[a], xt[b], acc[a][b]);
                 }
             }
         }
@@ -733,7 +776,7 @@ fn rhs_block<S: Simd, const CS: usize>(
         let xs: &[V; CS] = x[s0..s0 + CS].try_into().expect("CS entries");
         let a = S::splat(a as f64);
         for c in 0..CS {
-            acc[c] = S::add(acc[c], S::mul(a, S::load(&xs[c])));
+            acc[c] = S::fma(a, S::load(&xs[c]), acc[c]);
         }
     }
     for c in 0..CS {
@@ -775,14 +818,14 @@ fn cholesky_solve_p<S: Simd, const P: usize>(g: &mut [[V; P]; P], b: &mut [V; P]
         let y = S::div(x[j], S::load(&g[j][j]));
         x[j] = y;
         for i in j + 1..P {
-            x[i] = S::sub(x[i], S::mul(S::load(&g[j][i]), y));
+            x[i] = S::fnma(S::load(&g[j][i]), y, x[i]);
         }
     }
     // U x = y: x_j = (y_j − Σ_{t>j} U_jt x_t) / U_jj, the sum from −0 in t order.
     for j in (0..P).rev() {
         let mut s = S::splat(-0.0);
         for t in j + 1..P {
-            s = S::add(s, S::mul(S::load(&g[j][t]), x[t]));
+            s = S::fma(S::load(&g[j][t]), x[t], s);
         }
         x[j] = S::div(S::sub(x[j], s), S::load(&g[j][j]));
     }
@@ -806,7 +849,7 @@ fn chol_block_p<S: Simd, const P: usize, const CS: usize>(
         let f = S::load(&gk[j]);
         let u: &[V; CS] = gk[c0..c0 + CS].try_into().expect("CS entries");
         for c in 0..CS {
-            t[c] = S::sub(t[c], S::mul(f, S::load(&u[c])));
+            t[c] = S::fnma(f, S::load(&u[c]), t[c]);
         }
     }
     let inv = if c0 == j {
@@ -838,10 +881,7 @@ fn cholesky_solve<S: Simd>(p: usize, gram: &mut [V], rhs: &mut [V]) {
         for c in j..p {
             let mut t = S::load(&gram[j * p + c]);
             for k in 0..j {
-                t = S::sub(
-                    t,
-                    S::mul(S::load(&gram[k * p + j]), S::load(&gram[k * p + c])),
-                );
+                t = S::fnma(S::load(&gram[k * p + j]), S::load(&gram[k * p + c]), t);
             }
             if c == j {
                 t = S::pivot(t);
@@ -856,14 +896,14 @@ fn cholesky_solve<S: Simd>(p: usize, gram: &mut [V], rhs: &mut [V]) {
         let y = S::div(S::load(&rhs[j]), S::load(&gram[j * p + j]));
         S::store(y, &mut rhs[j]);
         for i in j + 1..p {
-            let b = S::sub(S::load(&rhs[i]), S::mul(S::load(&gram[j * p + i]), y));
+            let b = S::fnma(S::load(&gram[j * p + i]), y, S::load(&rhs[i]));
             S::store(b, &mut rhs[i]);
         }
     }
     for j in (0..p).rev() {
         let mut s = S::splat(-0.0);
         for t in j + 1..p {
-            s = S::add(s, S::mul(S::load(&gram[j * p + t]), S::load(&rhs[t])));
+            s = S::fma(S::load(&gram[j * p + t]), S::load(&rhs[t]), s);
         }
         let x = S::div(S::sub(S::load(&rhs[j]), s), S::load(&gram[j * p + j]));
         S::store(x, &mut rhs[j]);
@@ -937,22 +977,22 @@ fn squared_error_general<S: Simd>(
             for t in 0..p {
                 let lt = S::load(&li[t]);
                 for q in 0..Q {
-                    dots[q] = S::add(dots[q], S::mul(lt, S::load(&rows[q][t])));
+                    dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
                 }
             }
             for q in 0..Q {
                 let d = S::sub(S::splat(vs[q] as f64), dots[q]);
-                user = S::add(user, S::mul(d, d));
+                user = S::fma(d, d, user);
             }
         }
         for (&k, &a) in qi.remainder().iter().zip(qv.remainder()) {
             let rj = &r[k as usize * p..(k as usize + 1) * p];
             let mut dot = S::splat(-0.0);
             for t in 0..p {
-                dot = S::add(dot, S::mul(S::load(&li[t]), S::load(&rj[t])));
+                dot = S::fma(S::load(&li[t]), S::load(&rj[t]), dot);
             }
             let d = S::sub(S::splat(a as f64), dot);
-            user = S::add(user, S::mul(d, d));
+            user = S::fma(d, d, user);
         }
         total = S::add(total, user);
     }

@@ -3,10 +3,11 @@
 //! other path (the lane kernels of [`super::lanes`], every kernel level)
 //! must reproduce.
 //!
-//! The kernels are compiled once per [`crate::simd::Level`] through
-//! [`crate::kernel!`]; they vectorise only across independent entries (Gram
-//! entries, trailing-matrix entries) and keep multiplies and adds separate,
-//! so every level gives the same bits.
+//! Every multiply-add is fused (`f64::mul_add`, one rounding), the sums of a
+//! dot product start from −0 and run in factor order. The kernels are
+//! compiled once per [`crate::simd::Level`] through [`crate::kernel!`]; they
+//! vectorise only across independent entries (Gram entries, trailing-matrix
+//! entries), so every level gives the same bits.
 
 crate::kernel! {
     /// The ALS half-step for every row of one side of one trial: row `i`
@@ -125,7 +126,7 @@ fn squared_error_body(
         for (&j, &a) in idx[rg.clone()].iter().zip(&values[rg]) {
             let rj = &r[j as usize * p..(j as usize + 1) * p];
             let d = a as f64 - dot(li, rj);
-            user += d * d;
+            user = d.mul_add(d, user);
         }
         total += user;
     }
@@ -151,10 +152,10 @@ pub(super) fn normal_equations(
         let a = a as f64;
         for s in 0..p {
             let xs = x[s];
-            rhs[s] += a * xs;
+            rhs[s] = a.mul_add(xs, rhs[s]);
             let row = &mut gram[s * p + s..(s + 1) * p];
             for (g, &xt) in row.iter_mut().zip(&x[s..]) {
-                *g += xs * xt;
+                *g = xs.mul_add(xt, *g);
             }
         }
     }
@@ -180,9 +181,9 @@ pub(super) fn normal_equations_fixed<const P: usize>(
         let a = a as f64;
         for s in 0..P {
             let xs = x[s];
-            b[s] += a * xs;
+            b[s] = a.mul_add(xs, b[s]);
             for t in s..P {
-                g[s][t] += xs * x[t];
+                g[s][t] = xs.mul_add(x[t], g[s][t]);
             }
         }
     }
@@ -216,7 +217,7 @@ pub(super) fn normal_equations_tiled<const P: usize>(
     for (x, &a) in gathered.chunks_exact(P).zip(values) {
         let a = a as f64;
         for s in 0..P {
-            b[s] += a * x[s];
+            b[s] = a.mul_add(x[s], b[s]);
         }
     }
     rhs.copy_from_slice(&b);
@@ -227,8 +228,8 @@ pub(super) fn normal_equations_tiled<const P: usize>(
                 let x: &[f64; P] = x.try_into().expect("P entries");
                 let (x0, x1) = (x[s0], x[s0 + 1]);
                 for j in 0..4 {
-                    acc[0][j] += x0 * x[t0 + j];
-                    acc[1][j] += x1 * x[t0 + j];
+                    acc[0][j] = x0.mul_add(x[t0 + j], acc[0][j]);
+                    acc[1][j] = x1.mul_add(x[t0 + j], acc[1][j]);
                 }
             }
             for (i, row) in acc.iter().enumerate() {
@@ -262,7 +263,7 @@ fn solve_fixed<const P: usize>(
 
 #[inline(always)]
 pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    a.iter().zip(b).fold(-0.0, |s, (x, y)| x.mul_add(*y, s))
 }
 
 /// Solves A x = b for a symmetric positive definite p×p matrix A given by its
@@ -289,7 +290,7 @@ pub fn cholesky_solve_upper(a: &mut [f64], b: &mut [f64], p: usize) {
         for (k, trailing) in tail.chunks_exact_mut(p).enumerate() {
             let f = row[k];
             for (t, &u) in trailing[j + 1 + k..].iter_mut().zip(&row[k..]) {
-                *t -= f * u;
+                *t = (-f).mul_add(u, *t);
             }
         }
     }
@@ -299,17 +300,16 @@ pub fn cholesky_solve_upper(a: &mut [f64], b: &mut [f64], p: usize) {
         let y = b[j] / row[j];
         b[j] = y;
         for (bi, &u) in b[j + 1..].iter_mut().zip(&row[j + 1..]) {
-            *bi -= u * y;
+            *bi = (-u).mul_add(y, *bi);
         }
     }
     // U x = y.
     for j in (0..p).rev() {
         let row = &a[j * p..(j + 1) * p];
-        let s: f64 = row[j + 1..]
+        let s = row[j + 1..]
             .iter()
             .zip(&b[j + 1..])
-            .map(|(u, x)| u * x)
-            .sum();
+            .fold(-0.0, |s, (u, x)| u.mul_add(*x, s));
         b[j] = (b[j] - s) / row[j];
     }
 }
