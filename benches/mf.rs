@@ -62,7 +62,7 @@ fn bench(c: &mut Criterion) {
                     },
                     &mut ws,
                 );
-                black_box(s.r[0])
+                black_box(s.r()[0])
             })
         });
         group.bench_function(format!("{name}/metric"), |b| {

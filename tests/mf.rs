@@ -169,6 +169,45 @@ fn same_bytes_on_one_and_two_threads() {
     );
 }
 
+/// The portable kernels (`SCARSIM_KERNELS=portable`) give the CSV bytes of
+/// the best kernel level this CPU has, for the cohort lanes and the
+/// one-trial ALS alike (MovieLens at p = 20, Jester at p = 5).
+#[test]
+fn same_bytes_on_every_kernel_level() {
+    let dir = tmpdir("mf-kernels");
+    for (name, dataset, scale) in [("kml", "movielens", "0.1"), ("kj", "jester", "0.02")] {
+        let file = format!("{name}.toml");
+        std::fs::write(dir.join(&file), mf_scenario(name, dataset, 6)).unwrap();
+        for (level, out) in [(None, "best"), (Some("portable"), "portable")] {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
+            cmd.current_dir(&dir).args([
+                "run",
+                &file,
+                "--synthetic",
+                "--scale",
+                scale,
+                "--out",
+                out,
+                "--quiet",
+                "--no-plot",
+            ]);
+            match level {
+                Some(l) => cmd.env("SCARSIM_KERNELS", l),
+                None => cmd.env_remove("SCARSIM_KERNELS"),
+            };
+            let o = cmd.output().expect("scarsim runs");
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+            assert_eq!(
+                std::fs::read(dir.join("best").join(name).join(f)).unwrap(),
+                std::fs::read(dir.join("portable").join(name).join(f)).unwrap(),
+                "{dataset}: {f} differs between the portable and the best kernels"
+            );
+        }
+    }
+}
+
 #[test]
 fn bundled_mf_scenarios_are_listed_with_their_panels() {
     let dir = tmpdir("mf-list");
