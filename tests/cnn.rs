@@ -320,3 +320,43 @@ fn scar_only_cnn_keys_are_rejected_in_protocol_scenarios() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn cnn_results_are_byte_identical_on_the_portable_kernels() {
+    // The CNN's kernels are compiled for every level; SCARSIM_KERNELS caps
+    // the level, and the portable body must give the vector levels' bits.
+    let dir = tmpdir("cnn-kernels");
+    let text = small_cnn(
+        "cnn",
+        "partitioning = \"by-shard\"\nshards = 4\nmetric = \"subset\"\neval_examples = 37",
+    )
+    .replace("lost_fraction = [0.5, 1.0]", "lost_fraction = [0.5]")
+    .replace("trials = 3", "trials = 2");
+    std::fs::write(dir.join("s.toml"), text).unwrap();
+    for (level, out) in [(None, "best"), (Some("portable"), "portable")] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
+        cmd.current_dir(&dir).args([
+            "run",
+            "s.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--quiet",
+        ]);
+        match level {
+            Some(l) => cmd.env("SCARSIM_KERNELS", l),
+            None => cmd.env_remove("SCARSIM_KERNELS"),
+        };
+        let o = cmd.output().expect("scarsim runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("best/cnn").join(f)).unwrap(),
+            std::fs::read(dir.join("portable/cnn").join(f)).unwrap(),
+            "{f} differs between the portable and the best kernels"
+        );
+    }
+}

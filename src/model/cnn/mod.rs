@@ -4,7 +4,9 @@
 //! - **Network**: LeNet-5 style, two 5×5 convolutions with ReLU and 2×2 max
 //!   pooling, then three fully connected layers (ReLU on the first two);
 //!   44,426 parameters in ten tensors ([`net`] has the table). Forward and
-//!   backward passes are hand-written ([`layers`]: im2col + GEMM), checked
+//!   backward passes are hand-written ([`layers`]: register-blocked kernels
+//!   with one fixed order of fused multiply-adds per output, the same bits on
+//!   every CPU), checked
 //!   against finite differences in `f64` by the tests.
 //! - **Input**: pixels scaled to [0, 1] (raw 0..=255 intensities divided by
 //!   255 as the minibatch is gathered), the usual CNN input. (The MLR keeps raw
@@ -61,6 +63,7 @@
 
 pub mod layers;
 pub mod net;
+pub mod vector;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -371,7 +374,7 @@ impl Cnn {
         let mut total = 0.0;
         for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
             ws.net.forward_from(w, xs, ys.len());
-            total += ws.net.loss(ys.len(), ys);
+            total = ws.net.add_loss(ys.len(), ys, total);
         }
         total / self.eval_y.len() as f64
     }
@@ -384,7 +387,7 @@ impl Cnn {
         let (mut total, mut correct) = (0.0, 0);
         for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
             ws.net.forward_from(w, xs, ys.len());
-            total += ws.net.loss(ys.len(), ys);
+            total = ws.net.add_loss(ys.len(), ys, total);
             correct += ws.net.correct(ys.len(), ys);
         }
         let n = self.eval_y.len() as f64;
@@ -395,27 +398,33 @@ impl Cnn {
     /// its own step counter (see the module documentation).
     fn adam(&self, state: &mut CnnState, g: &[f32]) {
         let c = &self.config;
-        let (b1, b2) = (c.beta1 as f32, c.beta2 as f32);
-        let eps = c.epsilon as f32;
         for (blk, steps) in self.blocks.iter().zip(state.steps.iter_mut()) {
             *steps += 1;
-            let t = *steps as i32;
-            let bc1 = 1.0 - c.beta1.powi(t);
-            let bc2 = 1.0 - c.beta2.powi(t);
-            let step_size = (c.learning_rate / bc1) as f32;
-            let inv_sqrt_bc2 = (1.0 / bc2.sqrt()) as f32;
             let r = blk.range.clone();
-            let w = &mut state.w[r.clone()];
-            let m = &mut state.m[r.clone()];
-            let v = &mut state.v[r.clone()];
-            let g = &g[r];
-            for i in 0..w.len() {
-                let gi = g[i];
-                m[i] = b1 * m[i] + (1.0 - b1) * gi;
-                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
-                w[i] -= step_size * m[i] / (v[i].sqrt() * inv_sqrt_bc2 + eps);
-            }
+            layers::adam(
+                &mut state.w[r.clone()],
+                &mut state.m[r.clone()],
+                &mut state.v[r.clone()],
+                &g[r],
+                adam_step(c, *steps),
+            );
         }
+    }
+}
+
+/// The scalars of the Adam update of a block at its step `t` (≥ 1).
+fn adam_step(c: &CnnConfig, t: u32) -> layers::AdamStep {
+    let t = t as i32;
+    let bc1 = 1.0 - c.beta1.powi(t);
+    let bc2 = 1.0 - c.beta2.powi(t);
+    layers::AdamStep {
+        b1: c.beta1 as f32,
+        c1: (1.0 - c.beta1) as f32,
+        b2: c.beta2 as f32,
+        c2: (1.0 - c.beta2) as f32,
+        step: (c.learning_rate / bc1) as f32,
+        inv_sqrt_bc2: (1.0 / bc2.sqrt()) as f32,
+        eps: c.epsilon as f32,
     }
 }
 

@@ -21,10 +21,15 @@
 use std::ops::Range;
 
 use super::layers::{
-    ConvShape, Scalar, conv_im2col_backward, conv_single_channel, conv_single_channel_backward,
-    im2col, linear_backward, linear_forward, pool_relu_nhwc, pool_relu_planar_to_nhwc, relu,
-    relu_backward, softmax_cross_entropy,
+    Codes, ConvShape, LANES, P1_LEN, P1_SIDE, P2_SIDE, PLANE, Scalar, TAPS2, Term, W2_PADDED,
+    conv1_backward, conv1_pool, conv2_backward, conv2_pool, fc_bias_grad, fc_forward_t,
+    fc_input_grad, fc_weight_grad, pad_conv2, pad_rows, rows_from_t, softmax_t, split_columns,
+    transpose_conv2,
 };
+#[cfg(target_arch = "x86_64")]
+use super::vector::{Avx2, Avx512};
+use super::vector::{Portable, Vector};
+use crate::simd::{self, Level};
 
 /// Input side the network is built for (MNIST).
 pub const SIDE: usize = 28;
@@ -157,6 +162,40 @@ impl Arch {
         self.tensors.last().map_or(0, |t| t.offset + t.len())
     }
 
+    /// Nominal floating-point operations of the forward pass per image (a
+    /// multiply-add counts two): both convolutions over every output and the
+    /// three fully connected layers.
+    pub fn forward_flops(&self) -> f64 {
+        let (c1, c2) = (self.conv1, self.conv2);
+        let macs = c1.out_len() * c1.taps()
+            + c2.out_len() * c2.taps()
+            + self.flat * FC1_UNITS
+            + FC1_UNITS * FC2_UNITS
+            + FC2_UNITS * self.classes;
+        2.0 * macs as f64
+    }
+
+    /// Nominal floating-point operations of a training step's forward and
+    /// backward pass per image: the forward pass, the fully connected layers'
+    /// weight and input gradients (each as many multiply-adds as the forward
+    /// product), and the convolutions' sparse backward passes (one kernel's
+    /// taps per pooled output: weight gradients of both, conv2's input
+    /// gradient).
+    pub fn train_flops(&self) -> f64 {
+        let (c1, c2) = (self.conv1, self.conv2);
+        let fc = self.flat * FC1_UNITS + FC1_UNITS * FC2_UNITS + FC2_UNITS * self.classes;
+        let pooled1 = c2.in_len();
+        let macs = 2 * fc + 2 * self.flat * c2.taps() + pooled1 * c1.taps();
+        self.forward_flops() + 2.0 * macs as f64
+    }
+
+    /// Nominal floating-point operations of one Adam update of every
+    /// parameter (about ten per parameter, a square root and a division
+    /// among them).
+    pub fn adam_flops(&self) -> f64 {
+        10.0 * self.parameters() as f64
+    }
+
     /// Input values per image.
     pub fn input_len(&self) -> usize {
         self.side * self.side
@@ -167,61 +206,84 @@ impl Arch {
     }
 }
 
-/// Whether this CPU runs the AVX2 build of the passes (cached by std).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
+/// Window-code words of conv1's pooling per image (one per pooled row and channel).
+const A1: usize = P1_SIDE * CONV1_CHANNELS;
+/// Window-code words of conv2's pooling per image (one per pooled position).
+const A2: usize = P2_SIDE * P2_SIDE;
+
+/// Stride of fc1's output rows (120 units, padded to [`LANES`]).
+const H1S: usize = FC1_UNITS.div_ceil(LANES) * LANES;
+/// Stride of fc2's output rows (84 units, padded).
+const H2S: usize = FC2_UNITS.div_ceil(LANES) * LANES;
 
 /// Activation and gradient buffers for batches of up to `capacity` images.
 pub struct Net<T> {
     arch: Arch,
     capacity: usize,
-    /// Input images, NHWC (`capacity × side²`); the caller fills it.
+    /// Images per transposed row: `capacity` rounded up to [`LANES`].
+    ld: usize,
+    /// Input images, planar (`capacity × side²`, then [`LANES`] values of
+    /// padding); the caller fills it.
     pub input: Vec<T>,
-    a1: Vec<T>,
+    xs: Vec<T>,
     p1: Vec<T>,
-    arg1: Vec<u32>,
-    cols2: Vec<T>,
-    a2: Vec<T>,
+    arg1: Vec<Codes>,
     p2: Vec<T>,
-    arg2: Vec<u32>,
+    arg2: Vec<Codes>,
+    p2t: Vec<T>,
+    h1t: Vec<T>,
+    h2t: Vec<T>,
+    zt: Vec<T>,
     h1: Vec<T>,
     h2: Vec<T>,
-    logits: Vec<T>,
     d3: Vec<T>,
     dh2: Vec<T>,
     dh1: Vec<T>,
     dp2: Vec<T>,
     dp1: Vec<T>,
+    w2t: Vec<T>,
+    terms2: Vec<Term<T>>,
+    terms1: Vec<Term<T>>,
+    w2c: Vec<T>,
+    w2p: Vec<T>,
+    w3p: Vec<T>,
 }
 
 impl<T: Scalar> Net<T> {
     /// Buffers for batches of up to `capacity` images.
     pub fn new(arch: &Arch, capacity: usize) -> Net<T> {
         let n = capacity.max(1);
+        let ld = n.div_ceil(LANES) * LANES;
         let z = T::zero();
-        let (c1, c2) = (arch.conv1, arch.conv2);
+        let k = arch.classes;
+        let ks = k.div_ceil(LANES) * LANES;
         Net {
             arch: arch.clone(),
             capacity: n,
-            input: vec![z; n * arch.input_len()],
-            a1: vec![z; n * c1.out_len()],
-            p1: vec![z; n * c2.in_len()],
-            arg1: vec![0; n * c2.in_len()],
-            cols2: vec![z; n * c2.positions() * c2.taps()],
-            a2: vec![z; n * c2.out_len()],
+            ld,
+            input: vec![z; n * arch.input_len() + LANES],
+            xs: vec![z; 2 * PLANE],
+            p1: vec![z; n * P1_LEN + LANES],
+            arg1: vec![0; n * P1_SIDE * CONV1_CHANNELS],
             p2: vec![z; n * arch.flat],
-            arg2: vec![0; n * arch.flat],
-            h1: vec![z; n * FC1_UNITS],
-            h2: vec![z; n * FC2_UNITS],
-            logits: vec![z; n * arch.classes],
-            d3: vec![z; n * arch.classes],
-            dh2: vec![z; n * FC2_UNITS],
-            dh1: vec![z; n * FC1_UNITS],
+            arg2: vec![0; n * P2_SIDE * P2_SIDE],
+            p2t: vec![z; arch.flat * ld],
+            h1t: vec![z; FC1_UNITS * ld],
+            h2t: vec![z; FC2_UNITS * ld],
+            zt: vec![z; k * ld],
+            h1: vec![z; n * H1S],
+            h2: vec![z; n * H2S],
+            d3: vec![z; n * ks],
+            dh2: vec![z; n * H2S],
+            dh1: vec![z; n * H1S],
             dp2: vec![z; n * arch.flat],
-            dp1: vec![z; n * c2.in_len()],
+            dp1: vec![z; n * P1_LEN + LANES],
+            w2t: vec![z; TAPS2 * CONV2_CHANNELS],
+            terms2: vec![Term::default(); CONV2_CHANNELS * n * A2],
+            terms1: vec![Term::default(); CONV1_CHANNELS * n * P1_SIDE * P1_SIDE],
+            w2c: vec![z; W2_PADDED],
+            w2p: vec![z; FC2_UNITS * H1S],
+            w3p: vec![z; k * H2S],
         }
     }
 
@@ -230,105 +292,116 @@ impl<T: Scalar> Net<T> {
         self.capacity
     }
 
-    /// Logits of the last forward pass (`n × classes`).
-    pub fn logits(&self, n: usize) -> &[T] {
-        &self.logits[..n * self.arch.classes]
+    /// Logits of image `i` of the last forward pass (`classes` values).
+    pub fn logits_of(&self, i: usize) -> Vec<T> {
+        (0..self.arch.classes)
+            .map(|c| self.zt[c * self.ld + i])
+            .collect()
     }
 
     /// Forward pass of the first `n` images in `input` under parameters `w`.
     pub fn forward(&mut self, w: &[T], n: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if avx2() {
-            // SAFETY: the CPU supports AVX2 (checked at run time).
-            return unsafe { self.forward_avx2(w, None, n) };
-        }
-        self.forward_impl(w, None, n);
+        T::forward_at(simd::level(), self, w, None, n);
     }
 
     /// Forward pass of the first `n` images of `x` (planar, like `input`).
     pub fn forward_from(&mut self, w: &[T], x: &[T], n: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if avx2() {
-            // SAFETY: the CPU supports AVX2 (checked at run time).
-            return unsafe { self.forward_avx2(w, Some(x), n) };
-        }
-        self.forward_impl(w, Some(x), n);
+        T::forward_at(simd::level(), self, w, Some(x), n);
     }
 
-    /// [`Net::forward_impl`] compiled for AVX2: the kernels are
-    /// `#[inline(always)]`, so they are vectorised 8 floats wide here. The
-    /// result is bit for bit the baseline build's: the kernels use only
-    /// element-wise IEEE operations and fixed summation orders, and without
-    /// FMA nothing is contracted.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn forward_avx2(&mut self, w: &[T], x: Option<&[T]>, n: usize) {
-        self.forward_impl(w, x, n);
-    }
-
+    /// The forward pass (the body every kernel level compiles).
     #[inline(always)]
-    fn forward_impl(&mut self, w: &[T], x: Option<&[T]>, n: usize) {
+    pub(crate) fn forward_impl<V: Vector<T>>(&mut self, w: &[T], x: Option<&[T]>, n: usize) {
         assert!(n <= self.capacity, "batch larger than the buffers");
         let a = &self.arch;
-        let (c1, c2) = (a.conv1, a.conv2);
-        // conv1 (direct, planar) + fused ReLU and pooling (to NHWC)
+        let (ld, flat) = (self.ld, a.flat);
         let x = x.unwrap_or(&self.input);
-        conv_single_channel::<T, KERNEL, CONV1_OUT>(
-            x,
-            n,
-            SIDE,
-            &w[a.p(0)],
-            &w[a.p(1)],
-            &mut self.a1,
+        let side2 = a.input_len();
+        assert!(x.len() >= n * side2, "fewer images than the batch");
+        transpose_conv2(&w[a.p(2)], &mut self.w2t);
+        let (w1, b1) = (&w[a.p(0)], &w[a.p(1)]);
+        let b2 = &w[a.p(3)];
+        for img in 0..n {
+            split_columns(&x[img * side2..(img + 1) * side2], &mut self.xs);
+            let p1 = &mut self.p1[img * P1_LEN..(img + 1) * P1_LEN];
+            conv1_pool::<T, V>(
+                &self.xs,
+                w1,
+                b1,
+                p1,
+                &mut self.arg1[img * A1..(img + 1) * A1],
+            );
+            let p2 = &mut self.p2[img * flat..(img + 1) * flat];
+            conv2_pool::<T, V>(
+                p1,
+                &self.w2t,
+                b2,
+                p2,
+                &mut self.arg2[img * A2..(img + 1) * A2],
+            );
+            for (f, &v) in p2.iter().enumerate() {
+                self.p2t[f * ld + img] = v;
+            }
+        }
+        let vectors = n.div_ceil(LANES);
+        fc_forward_t::<T, V>(
+            &self.p2t,
+            flat,
+            ld,
+            vectors,
+            &w[a.p(4)],
+            &w[a.p(5)],
+            &mut self.h1t,
+            true,
         );
-        pool_relu_planar_to_nhwc(
-            &self.a1,
-            n,
-            c1.cout,
-            CONV1_OUT,
-            &mut self.p1,
-            &mut self.arg1,
+        fc_forward_t::<T, V>(
+            &self.h1t,
+            FC1_UNITS,
+            ld,
+            vectors,
+            &w[a.p(6)],
+            &w[a.p(7)],
+            &mut self.h2t,
+            true,
         );
-        // conv2 (im2col + GEMM, NHWC) + fused ReLU and pooling
-        im2col(&c2, &self.p1, n, &mut self.cols2);
-        let rows2 = n * c2.positions();
-        linear_forward(&self.cols2, rows2, &w[a.p(2)], &w[a.p(3)], &mut self.a2);
-        pool_relu_nhwc(
-            &self.a2,
-            n,
-            c2.out_side(),
-            c2.cout,
-            &mut self.p2,
-            &mut self.arg2,
+        fc_forward_t::<T, V>(
+            &self.h2t,
+            FC2_UNITS,
+            ld,
+            vectors,
+            &w[a.p(8)],
+            &w[a.p(9)],
+            &mut self.zt,
+            false,
         );
-        // fully connected
-        linear_forward(&self.p2, n, &w[a.p(4)], &w[a.p(5)], &mut self.h1);
-        relu(&mut self.h1[..n * FC1_UNITS]);
-        linear_forward(&self.h1, n, &w[a.p(6)], &w[a.p(7)], &mut self.h2);
-        relu(&mut self.h2[..n * FC2_UNITS]);
-        linear_forward(&self.h2, n, &w[a.p(8)], &w[a.p(9)], &mut self.logits);
     }
 
     /// Summed cross-entropy of the last forward pass over `n` images.
     pub fn loss(&self, n: usize, labels: &[u8]) -> f64 {
-        softmax_cross_entropy(&self.logits, n, self.arch.classes, labels, T::one(), None)
+        self.add_loss(n, labels, 0.0)
+    }
+
+    /// `total` plus the cross-entropy of each of the last forward pass's `n`
+    /// images, added image by image (so a sum over several passes does not
+    /// depend on how the images were split into passes).
+    pub fn add_loss(&self, n: usize, labels: &[u8], total: f64) -> f64 {
+        let k = self.arch.classes;
+        softmax_t(&self.zt, k, self.ld, n, labels, T::one(), None, total)
     }
 
     /// How many of the last forward pass's `n` images are classified as
     /// `labels` says (arg-max logit; ties to the lower class).
     pub fn correct(&self, n: usize, labels: &[u8]) -> usize {
         let k = self.arch.classes;
-        self.logits[..n * k]
-            .chunks_exact(k)
-            .zip(labels)
-            .filter(|(row, y)| {
+        (0..n)
+            .filter(|&i| {
                 let mut best = 0;
-                for (c, v) in row.iter().enumerate() {
-                    if *v > row[best] {
+                for c in 1..k {
+                    if self.zt[c * self.ld + i] > self.zt[best * self.ld + i] {
                         best = c;
                     }
                 }
-                best == usize::from(**y)
+                best == usize::from(labels[i])
             })
             .count()
     }
@@ -337,109 +410,241 @@ impl<T: Scalar> Net<T> {
     /// cross-entropy over the `n` images into `grad` (same layout as `w`)
     /// and returns the summed cross-entropy.
     pub fn gradient(&mut self, w: &[T], n: usize, labels: &[u8], grad: &mut [T]) -> f64 {
-        #[cfg(target_arch = "x86_64")]
-        if avx2() {
-            // SAFETY: the CPU supports AVX2 (checked at run time).
-            return unsafe { self.gradient_avx2(w, n, labels, grad) };
-        }
-        self.gradient_impl(w, n, labels, grad)
+        self.gradient_at(simd::level(), w, n, labels, grad)
     }
 
-    /// [`Net::gradient_impl`] compiled for AVX2 (see [`Net::forward_avx2`]).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn gradient_avx2(&mut self, w: &[T], n: usize, labels: &[u8], grad: &mut [T]) -> f64 {
-        self.gradient_impl(w, n, labels, grad)
+    /// [`Net::gradient`] with the kernels of an explicit level (capped at
+    /// what the CPU supports): every level gives the same bits.
+    pub fn gradient_at(
+        &mut self,
+        level: Level,
+        w: &[T],
+        n: usize,
+        labels: &[u8],
+        grad: &mut [T],
+    ) -> f64 {
+        T::gradient_at(level, self, w, n, labels, grad)
     }
 
-    /// The portable gradient (also the body of the AVX2 build).
+    /// The forward and backward pass (the body every kernel level compiles).
     #[inline(always)]
-    pub(crate) fn gradient_impl(
+    fn gradient_impl<V: Vector<T>>(
         &mut self,
         w: &[T],
         n: usize,
         labels: &[u8],
         grad: &mut [T],
     ) -> f64 {
-        self.forward_impl(w, None, n);
+        self.forward_impl::<V>(w, None, n);
         let a = &self.arch;
-        let c2 = a.conv2;
+        let (ld, flat, k) = (self.ld, a.flat, a.classes);
+        let ks = k.div_ceil(LANES) * LANES;
         let scale = T::one() / T::of(n as f64);
-        let loss = softmax_cross_entropy(
-            &self.logits,
+        let loss = softmax_t(
+            &self.zt,
+            k,
+            ld,
             n,
-            a.classes,
             labels,
             scale,
-            Some(&mut self.d3),
+            Some((&mut self.d3, ks)),
+            0.0,
         );
-        let (g01, rest) = grad.split_at_mut(a.tensors[2].offset);
-        let (gw1, gb1) = g01.split_at_mut(a.tensors[1].offset);
-        let (g23, rest) = rest.split_at_mut(a.tensors[4].offset - a.tensors[2].offset);
-        let (gw2, gb2) = g23.split_at_mut(a.tensors[3].offset - a.tensors[2].offset);
-        let (g45, rest) = rest.split_at_mut(a.tensors[6].offset - a.tensors[4].offset);
-        let (gw3, gb3) = g45.split_at_mut(a.tensors[5].offset - a.tensors[4].offset);
-        let (g67, g89) = rest.split_at_mut(a.tensors[8].offset - a.tensors[6].offset);
-        let (gw4, gb4) = g67.split_at_mut(a.tensors[7].offset - a.tensors[6].offset);
-        let (gw5, gb5) = g89.split_at_mut(a.tensors[9].offset - a.tensors[8].offset);
+        rows_from_t(&self.h1t, FC1_UNITS, ld, n, &mut self.h1, H1S);
+        rows_from_t(&self.h2t, FC2_UNITS, ld, n, &mut self.h2, H2S);
+        pad_rows(&w[a.p(6)], FC2_UNITS, FC1_UNITS, &mut self.w2p, H1S);
+        pad_rows(&w[a.p(8)], k, FC2_UNITS, &mut self.w3p, H2S);
+        pad_conv2(&w[a.p(2)], &mut self.w2c);
+        let g = |i: usize| a.tensors[i].range();
         // fc3
-        linear_backward(
-            &self.h2,
-            n,
-            &w[a.p(8)],
+        fc_weight_grad::<T, V>(
             &self.d3,
-            gw5,
-            gb5,
-            Some(&mut self.dh2),
+            ks,
+            k,
+            &self.h2,
+            H2S,
+            FC2_UNITS,
+            n,
+            &mut grad[g(8)],
         );
-        relu_backward(&self.h2[..n * FC2_UNITS], &mut self.dh2[..n * FC2_UNITS]);
+        fc_bias_grad(&self.d3, ks, n, &mut grad[g(9)]);
+        fc_input_grad::<T, V>(
+            &self.d3,
+            ks,
+            k,
+            &self.w3p,
+            H2S,
+            Some(&self.h2),
+            n,
+            &mut self.dh2,
+        );
         // fc2
-        linear_backward(
-            &self.h1,
-            n,
-            &w[a.p(6)],
+        fc_weight_grad::<T, V>(
             &self.dh2,
-            gw4,
-            gb4,
-            Some(&mut self.dh1),
+            H2S,
+            FC2_UNITS,
+            &self.h1,
+            H1S,
+            FC1_UNITS,
+            n,
+            &mut grad[g(6)],
         );
-        relu_backward(&self.h1[..n * FC1_UNITS], &mut self.dh1[..n * FC1_UNITS]);
+        fc_bias_grad(&self.dh2, H2S, n, &mut grad[g(7)]);
+        fc_input_grad::<T, V>(
+            &self.dh2,
+            H2S,
+            FC2_UNITS,
+            &self.w2p,
+            H1S,
+            Some(&self.h1),
+            n,
+            &mut self.dh1,
+        );
         // fc1
-        linear_backward(
-            &self.p2,
-            n,
-            &w[a.p(4)],
+        fc_weight_grad::<T, V>(
             &self.dh1,
-            gw3,
-            gb3,
-            Some(&mut self.dp2),
-        );
-        // pool2 + ReLU + conv2 (sparse): weight gradient and dp1.
-        let pooled2 = n * a.flat;
-        let pooled1 = n * c2.in_len();
-        conv_im2col_backward(
-            &c2,
+            H1S,
+            FC1_UNITS,
+            &self.p2,
+            flat,
+            flat,
             n,
-            &self.cols2,
-            &w[a.p(2)],
-            &self.p2[..pooled2],
-            &self.arg2[..pooled2],
-            &self.dp2[..pooled2],
+            &mut grad[g(4)],
+        );
+        fc_bias_grad(&self.dh1, H1S, n, &mut grad[g(5)]);
+        fc_input_grad::<T, V>(
+            &self.dh1,
+            H1S,
+            FC1_UNITS,
+            &w[a.p(4)],
+            flat,
+            None,
+            n,
+            &mut self.dp2,
+        );
+        // pool2 + ReLU + conv2
+        let (gw2, gb2) = grad[g(2).start..g(3).end].split_at_mut(g(2).len());
+        conv2_backward::<T, V>(
+            n,
+            &self.p1,
+            &self.p2,
+            &self.arg2,
+            &self.dp2,
+            &self.w2c,
             gw2,
             gb2,
             &mut self.dp1,
+            &mut self.terms2,
         );
-        // pool1 + ReLU + conv1 (sparse): weight gradient.
-        conv_single_channel_backward::<T, KERNEL, CONV1_OUT>(
-            &self.input,
+        // pool1 + ReLU + conv1
+        let (gw1, gb1) = grad[g(0).start..g(1).end].split_at_mut(g(0).len());
+        conv1_backward::<T, V>(
             n,
-            SIDE,
-            &self.p1[..pooled1],
-            &self.arg1[..pooled1],
-            &self.dp1[..pooled1],
+            &self.input,
+            &self.p1,
+            &self.arg1,
+            &self.dp1,
             gw1,
             gb1,
+            &mut self.terms1,
         );
         loss
     }
 }
+
+/// A float type's entry points into the passes compiled for each kernel
+/// level (the dispatch of [`crate::simd::kernel!`], with each level's own
+/// [`Vector`] type: `f32` uses the portable, AVX2 and AVX-512 vectors; `f64`,
+/// the gradient check's type, uses the portable vectors at every level).
+pub trait Kernels: Sized {
+    /// The forward pass at `level`.
+    fn forward_at(level: Level, net: &mut Net<Self>, w: &[Self], x: Option<&[Self]>, n: usize);
+    /// The forward and backward pass at `level`.
+    fn gradient_at(
+        level: Level,
+        net: &mut Net<Self>,
+        w: &[Self],
+        n: usize,
+        labels: &[u8],
+        grad: &mut [Self],
+    ) -> f64;
+}
+
+macro_rules! kernels_for {
+    ($t:ty, $portable:ty, $avx2:ty, $avx512:ty) => {
+        impl Kernels for $t {
+            fn forward_at(level: Level, net: &mut Net<$t>, w: &[$t], x: Option<&[$t]>, n: usize) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                    fn avx512(net: &mut Net<$t>, w: &[$t], x: Option<&[$t]>, n: usize) {
+                        net.forward_impl::<$avx512>(w, x, n)
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    fn avx2(net: &mut Net<$t>, w: &[$t], x: Option<&[$t]>, n: usize) {
+                        net.forward_impl::<$avx2>(w, x, n)
+                    }
+                    match level.min(simd::detected()) {
+                        // SAFETY: `detected()` reports only features this CPU has.
+                        Level::Avx512 => return unsafe { avx512(net, w, x, n) },
+                        // SAFETY: as above.
+                        Level::Avx2 => return unsafe { avx2(net, w, x, n) },
+                        Level::Portable => {}
+                    }
+                }
+                let _ = level;
+                net.forward_impl::<$portable>(w, x, n)
+            }
+            fn gradient_at(
+                level: Level,
+                net: &mut Net<$t>,
+                w: &[$t],
+                n: usize,
+                labels: &[u8],
+                grad: &mut [$t],
+            ) -> f64 {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                    fn avx512(
+                        net: &mut Net<$t>,
+                        w: &[$t],
+                        n: usize,
+                        labels: &[u8],
+                        grad: &mut [$t],
+                    ) -> f64 {
+                        net.gradient_impl::<$avx512>(w, n, labels, grad)
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    fn avx2(
+                        net: &mut Net<$t>,
+                        w: &[$t],
+                        n: usize,
+                        labels: &[u8],
+                        grad: &mut [$t],
+                    ) -> f64 {
+                        net.gradient_impl::<$avx2>(w, n, labels, grad)
+                    }
+                    match level.min(simd::detected()) {
+                        // SAFETY: `detected()` reports only features this CPU has.
+                        Level::Avx512 => return unsafe { avx512(net, w, n, labels, grad) },
+                        // SAFETY: as above.
+                        Level::Avx2 => return unsafe { avx2(net, w, n, labels, grad) },
+                        Level::Portable => {}
+                    }
+                }
+                let _ = level;
+                net.gradient_impl::<$portable>(w, n, labels, grad)
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+kernels_for!(f32, Portable<f32>, Avx2, Avx512);
+#[cfg(target_arch = "x86_64")]
+kernels_for!(f64, Portable<f64>, Portable<f64>, Portable<f64>);
+#[cfg(not(target_arch = "x86_64"))]
+kernels_for!(f32, Portable<f32>, Portable<f32>, Portable<f32>);
+#[cfg(not(target_arch = "x86_64"))]
+kernels_for!(f64, Portable<f64>, Portable<f64>, Portable<f64>);
