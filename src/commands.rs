@@ -476,6 +476,7 @@ fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
         threads: first.threads,
         seconds: shards.iter().map(|s| s.1.wall_time_seconds).sum::<f64>()
             + started.elapsed().as_secs_f64(),
+        cpu_seconds: None,
         units_computed: names.len(),
         fingerprint: &first.fingerprint,
         extra: serde_json::json!({

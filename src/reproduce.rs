@@ -450,10 +450,14 @@ fn report_text(
     writeln!(w, "- Mode: {mode}")?;
     writeln!(
         w,
-        "- scarsim {}, {} worker threads; total wall time {:.1} s",
+        "- scarsim {}, {} worker threads; total wall time {:.1} s, CPU time {:.1} s",
         env!("CARGO_PKG_VERSION"),
         opts.threads,
-        seconds
+        seconds,
+        entries
+            .iter()
+            .filter_map(|e| e.results.as_ref().ok().and_then(|r| r.cpu_time_seconds()))
+            .sum::<f64>()
     )?;
     let real = entries
         .iter()
@@ -485,9 +489,9 @@ fn report_text(
     writeln!(w, "## Scenarios\n")?;
     writeln!(
         w,
-        "| scenario | paper panel | data | trials per point | wall time | figure |"
+        "| scenario | paper panel | data | trials per point | wall time | CPU time | figure |"
     )?;
-    writeln!(w, "|---|---|---|---|---|---|")?;
+    writeln!(w, "|---|---|---|---|---|---|---|")?;
     for e in entries {
         let paper = e.paper.as_deref().unwrap_or("–");
         match &e.results {
@@ -495,13 +499,15 @@ fn report_text(
                 let fig = r.dir.join(format!("{}.png", figures::FIGURE_STEM));
                 writeln!(
                     w,
-                    "| `{}` | {} | {} | {} | {:.1} s | [png]({}) · [svg]({}) |",
+                    "| `{}` | {} | {} | {} | {:.1} s | {} | [png]({}) · [svg]({}) |",
                     e.name,
                     paper,
                     r.data().describe(),
                     r.trials_per_point()
                         .map_or_else(|| "?".to_string(), |n| n.to_string()),
                     r.wall_time_seconds().unwrap_or(f64::NAN),
+                    r.cpu_time_seconds()
+                        .map_or_else(|| "–".to_string(), |s| format!("{s:.1} s")),
                     link(&opts.out_dir, &fig),
                     link(&opts.out_dir, &fig.with_extension("svg")),
                 )?;
@@ -509,7 +515,7 @@ fn report_text(
             Err(msg) => {
                 writeln!(
                     w,
-                    "| `{}` | {} | – | – | – | **failed**: {} |",
+                    "| `{}` | {} | – | – | – | – | **failed**: {} |",
                     e.name,
                     paper,
                     msg.replace('|', "\\|").replace('\n', " ")

@@ -310,6 +310,9 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
         assert!(report.contains(claim), "REPORT.md lacks {claim:?}");
     }
     assert!(report.contains("total wall time"));
+    // Each scenario's row gives its wall and CPU time, read from its manifest.
+    assert!(report.contains("| wall time | CPU time |"), "{report}");
+    assert!(!report.contains("CPU time 0.0 s"), "{report}");
     // The protocol scenarios' findings: simulation against closed forms, and floors.
     for finding in [
         "agree with their closed form",

@@ -114,6 +114,23 @@ pub struct Row {
     pub fraction: f64,
 }
 
+/// CPU seconds this process has run, all threads (NaN where the platform
+/// has no process clock): the CPU time a run reports in its manifest.
+pub fn process_seconds() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid timespec to write into.
+        if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } == 0 {
+            return t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9;
+        }
+    }
+    f64::NAN
+}
+
 /// CPU seconds this thread has run (wall seconds where the platform has no
 /// thread clock). Rates are taken per CPU second so that other processes on
 /// a shared machine do not count against a kernel.

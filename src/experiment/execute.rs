@@ -106,6 +106,7 @@ pub fn execute(
     exec: &Execution<'_>,
 ) -> Result<Executed> {
     let started = Instant::now();
+    let cpu_started = crate::bench::process_seconds();
     let name = &scenario.meta().name;
     // Every check before anything is created.
     let units = super::budget::check(scenario)?.units;
@@ -222,6 +223,7 @@ pub fn execute(
                 text,
                 threads: opts.threads,
                 seconds,
+                cpu_seconds: Some(crate::bench::process_seconds() - cpu_started),
                 units_computed: raw.records.len().saturating_sub(resumed_count),
                 fingerprint: &header.fingerprint,
                 extra: serde_json::Value::Null,

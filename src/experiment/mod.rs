@@ -169,6 +169,9 @@ pub struct RunFacts<'a> {
     pub threads: usize,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// CPU seconds of this process over the run, all threads (None when
+    /// unknown, e.g. for a merge of shards).
+    pub cpu_seconds: Option<f64>,
     /// Units computed by this process (excluding resumed or merged ones).
     pub units_computed: usize,
     /// [`fingerprint`] of the scenario and data options the units ran with.
@@ -220,6 +223,9 @@ pub fn write_outcome(
                 f64::NAN
             }),
         );
+        if let Some(cpu) = facts.cpu_seconds {
+            map.insert("cpu_time_seconds".into(), serde_json::json!(cpu));
+        }
         map.insert(
             "peak_memory_bytes".into(),
             serde_json::json!(peak_memory_bytes()),

@@ -189,6 +189,12 @@ impl Results {
         self.manifest["wall_time_seconds"].as_f64()
     }
 
+    /// CPU seconds the run used, all threads (from the manifest; absent for
+    /// merged shards and older manifests).
+    pub fn cpu_time_seconds(&self) -> Option<f64> {
+        self.manifest["details"]["cpu_time_seconds"].as_f64()
+    }
+
     /// Real or synthetic data, from the manifest (or the `data` CSV column).
     pub fn data(&self) -> DataLabel {
         let d = &self.manifest["data"];
