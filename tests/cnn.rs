@@ -4,7 +4,8 @@
 mod common;
 
 use common::{
-    assert_listed_with_panels, assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
+    assert_listed_with_panels, assert_same_bytes_on_every_kernel_level,
+    assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
 };
 
 /// A small CNN recovery scenario (use with --synthetic --scale 0.02). The
@@ -333,30 +334,10 @@ fn cnn_results_are_byte_identical_on_the_portable_kernels() {
     .replace("lost_fraction = [0.5, 1.0]", "lost_fraction = [0.5]")
     .replace("trials = 3", "trials = 2");
     std::fs::write(dir.join("s.toml"), text).unwrap();
-    for (level, out) in [(None, "best"), (Some("portable"), "portable")] {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
-        cmd.current_dir(&dir).args([
-            "run",
-            "s.toml",
-            "--synthetic",
-            "--scale",
-            "0.02",
-            "--out",
-            out,
-            "--quiet",
-        ]);
-        match level {
-            Some(l) => cmd.env("SCARSIM_KERNELS", l),
-            None => cmd.env_remove("SCARSIM_KERNELS"),
-        };
-        let o = cmd.output().expect("scarsim runs");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-        assert_eq!(
-            std::fs::read(dir.join("best/cnn").join(f)).unwrap(),
-            std::fs::read(dir.join("portable/cnn").join(f)).unwrap(),
-            "{f} differs between the portable and the best kernels"
-        );
-    }
+    assert_same_bytes_on_every_kernel_level(
+        &dir,
+        "s.toml",
+        "cnn",
+        &["--synthetic", "--scale", "0.02"],
+    );
 }

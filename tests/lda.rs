@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_listed_with_panels, scarsim, stderr, tmpdir};
+use common::{
+    assert_listed_with_panels, assert_same_bytes_on_every_kernel_level, scarsim, stderr, tmpdir,
+};
 
 /// A small LDA recovery scenario for the Reuters stand-in at `--scale 0.01`
 /// (216 documents, ~15,000 tokens). The criterion is scaled by the stand-in's
@@ -118,35 +120,12 @@ fn lda_csv_bytes_equal_on_every_kernel_level() {
         small_lda("lda", 12).replace("seed = 7\n", "seed = 7\ndata_order = \"shared\"\n");
     assert!(scenario.contains("data_order = \"shared\""));
     std::fs::write(dir.join("s.toml"), scenario).unwrap();
-    for (out, level) in [("best", None), ("portable", Some("portable"))] {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
-        cmd.current_dir(&dir).args([
-            "run",
-            "s.toml",
-            "--synthetic",
-            "--scale",
-            "0.01",
-            "--threads",
-            "2",
-            "--out",
-            out,
-            "--quiet",
-        ]);
-        match level {
-            Some(l) => cmd.env("SCARSIM_KERNELS", l),
-            None => cmd.env_remove("SCARSIM_KERNELS"),
-        };
-        let o = cmd.output().expect("scarsim runs");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-        let a = std::fs::read(dir.join("best/lda").join(f)).unwrap();
-        let b = std::fs::read(dir.join("portable/lda").join(f)).unwrap();
-        assert_eq!(
-            a, b,
-            "{f} differs between the best and the portable kernels"
-        );
-    }
+    assert_same_bytes_on_every_kernel_level(
+        &dir,
+        "s.toml",
+        "lda",
+        &["--synthetic", "--scale", "0.01", "--threads", "2"],
+    );
 }
 
 #[test]

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    assert_listed_with_panels, assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
+    assert_listed_with_panels, assert_same_bytes_on_every_kernel_level,
+    assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
 };
 use indicatif::ProgressBar;
 use scarsim::data::archive::write_zip;
@@ -178,33 +179,12 @@ fn same_bytes_on_every_kernel_level() {
     for (name, dataset, scale) in [("kml", "movielens", "0.1"), ("kj", "jester", "0.02")] {
         let file = format!("{name}.toml");
         std::fs::write(dir.join(&file), mf_scenario(name, dataset, 6)).unwrap();
-        for (level, out) in [(None, "best"), (Some("portable"), "portable")] {
-            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"));
-            cmd.current_dir(&dir).args([
-                "run",
-                &file,
-                "--synthetic",
-                "--scale",
-                scale,
-                "--out",
-                out,
-                "--quiet",
-                "--no-plot",
-            ]);
-            match level {
-                Some(l) => cmd.env("SCARSIM_KERNELS", l),
-                None => cmd.env_remove("SCARSIM_KERNELS"),
-            };
-            let o = cmd.output().expect("scarsim runs");
-            assert!(o.status.success(), "{}", stderr(&o));
-        }
-        for f in ["summary.csv", "trials.csv", "baseline.csv"] {
-            assert_eq!(
-                std::fs::read(dir.join("best").join(name).join(f)).unwrap(),
-                std::fs::read(dir.join("portable").join(name).join(f)).unwrap(),
-                "{dataset}: {f} differs between the portable and the best kernels"
-            );
-        }
+        assert_same_bytes_on_every_kernel_level(
+            &dir,
+            &file,
+            name,
+            &["--synthetic", "--scale", scale],
+        );
     }
 }
 

@@ -120,3 +120,34 @@ recovery = "partial"
 "#
     )
 }
+
+/// Runs `scenario` (in `dir`) with `args` twice — at the best kernel level
+/// the CPU has and with `SCARSIM_KERNELS=portable` — into `dir/best` and
+/// `dir/portable`, and asserts that the CSV files of results folder `name`
+/// are byte-identical.
+pub fn assert_same_bytes_on_every_kernel_level(
+    dir: &Path,
+    scenario: &str,
+    name: &str,
+    args: &[&str],
+) {
+    for (level, out) in [(None, "best"), (Some("portable"), "portable")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_scarsim"));
+        cmd.current_dir(dir)
+            .args(["run", scenario, "--out", out, "--quiet", "--no-plot"])
+            .args(args);
+        match level {
+            Some(l) => cmd.env("SCARSIM_KERNELS", l),
+            None => cmd.env_remove("SCARSIM_KERNELS"),
+        };
+        let o = cmd.output().expect("scarsim runs");
+        assert!(o.status.success(), "{out}: {}", stderr(&o));
+    }
+    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("best").join(name).join(f)).unwrap(),
+            std::fs::read(dir.join("portable").join(name).join(f)).unwrap(),
+            "{name}: {f} differs between the portable and the best kernels"
+        );
+    }
+}
