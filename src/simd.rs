@@ -139,7 +139,7 @@ macro_rules! kernel {
     ($(#[$m:meta])* $vis:vis fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:path;) => {
         $(#[$m])*
         #[inline]
-        #[allow(dead_code)]
+        #[allow(dead_code, clippy::too_many_arguments)]
         $vis fn $name($($a: $t),*) $(-> $r)? {
             $at($crate::simd::level(), $($a),*)
         }

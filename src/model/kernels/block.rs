@@ -218,7 +218,7 @@ pub fn block_forward_at(
     stride: usize,
 ) {
     assert!(
-        width % 16 == 0,
+        width.is_multiple_of(16),
         "block_forward: width {width} is not a multiple of 16"
     );
     assert!(stride >= width, "block_forward: stride below width");
@@ -309,7 +309,7 @@ pub fn block_gradient_at(
     g: &mut [f32],
 ) {
     assert!(
-        width % 16 == 0,
+        width.is_multiple_of(16),
         "block_gradient: width {width} is not a multiple of 16"
     );
     assert!(stride >= width, "block_gradient: stride below width");
@@ -344,7 +344,7 @@ pub fn block_gradient_chunk(
     g: &mut [f32],
 ) {
     assert!(
-        width % 16 == 0,
+        width.is_multiple_of(16),
         "block_gradient_chunk: width {width} is not a multiple of 16"
     );
     assert!(stride >= width, "block_gradient_chunk: stride below width");

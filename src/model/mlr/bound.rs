@@ -131,7 +131,7 @@ impl Weights {
     /// The weights of `x` for minibatches of `batch` rows, or `None` when the
     /// batches of an epoch leave rows out.
     pub fn new(x: &Csr, batch: usize, classes: usize) -> Option<Weights> {
-        if batch == 0 || x.rows % batch != 0 {
+        if batch == 0 || !x.rows.is_multiple_of(batch) {
             return None;
         }
         Some(Weights {
