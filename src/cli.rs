@@ -53,6 +53,18 @@ pub enum Command {
         #[command(flatten)]
         data: DataArgs,
     },
+    /// Print a shell completion script to standard output
+    /// (e.g. `scarsim completions bash > /etc/bash_completion.d/scarsim`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page (roff) to standard output
+    /// (e.g. `scarsim man > scarsim.1; man ./scarsim.1`).
+    Man {
+        /// A subcommand's own page (`scarsim-run.1`, …) instead of the main one.
+        subcommand: Option<String>,
+    },
 }
 
 /// Options of `scarsim run`.

@@ -29,6 +29,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Reproduce(args) => reproduce(args),
         Command::Bench(args) => bench(args),
         Command::Baseline { scenario, data } => baseline(&scenario, &data),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { subcommand } => man(subcommand.as_deref()),
     }
 }
 
@@ -833,5 +835,46 @@ fn bench(args: BenchArgs) -> Result<()> {
         crate::report::atomic::write_atomic(path, serde_json::to_string_pretty(&v)?.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// `scarsim completions <shell>`: the completion script, from the clap
+/// definitions, on standard output.
+fn completions(shell: clap_complete::Shell) -> Result<()> {
+    let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut cmd, "scarsim", &mut out);
+    out.flush().context("cannot write the completion script")?;
+    Ok(())
+}
+
+/// `scarsim man [subcommand]`: the manual page (roff) of scarsim or of one
+/// subcommand, from the clap definitions, on standard output.
+fn man(subcommand: Option<&str>) -> Result<()> {
+    let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let page = match subcommand {
+        None => cmd,
+        Some(name) => {
+            let Some(sub) = cmd.find_subcommand(name) else {
+                let known: Vec<&str> = cmd
+                    .get_subcommands()
+                    .map(|s| s.get_name())
+                    .filter(|n| *n != "help")
+                    .collect();
+                bail!(
+                    "no subcommand `{name}`; pages exist for: {}",
+                    known.join(", ")
+                );
+            };
+            // The page's title needs a 'static name; a page is made once per process.
+            let title: &'static str = Box::leak(format!("scarsim-{name}").into_boxed_str());
+            sub.clone().name(title)
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(page)
+        .render(&mut out)
+        .context("cannot write the manual page")?;
+    out.flush().context("cannot write the manual page")?;
     Ok(())
 }

@@ -568,3 +568,46 @@ fn mlr_certified_check_and_kernel_levels_match_brute_force() {
         assert_eq!(row.split(',').nth(col), Some("0"), "{summary}");
     }
 }
+
+/// Shell completions and manual pages come from the clap definitions: every
+/// subcommand appears in them, the manual hides the hidden flags, and an
+/// unknown page is a clear error.
+#[test]
+fn completions_and_manual_pages() {
+    let dir = tmpdir("completions");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = scarsim(&dir, &["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        for sub in ["run", "merge", "reproduce", "bench", "completions"] {
+            assert!(text.contains(sub), "{shell} lacks {sub}");
+        }
+    }
+    let o = scarsim(&dir, &["completions", "tcsh"]);
+    assert!(!o.status.success());
+    let main = String::from_utf8(scarsim(&dir, &["man"]).stdout).unwrap();
+    assert!(main.contains(".TH scarsim 1"), "{main}");
+    assert!(
+        main.contains("reproduce") && main.contains("merge"),
+        "{main}"
+    );
+    let o = scarsim(&dir, &["man", "run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        run.contains(".TH scarsim-run 1") && run.contains("resume"),
+        "{run}"
+    );
+    assert!(!run.contains("exact"), "{run}");
+    let o = scarsim(&dir, &["man", "nope"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("pages exist for: run"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "wrote into the working folder"
+    );
+}
