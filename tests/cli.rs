@@ -611,3 +611,51 @@ fn completions_and_manual_pages() {
         "wrote into the working folder"
     );
 }
+
+/// `scarsim bench` lists a kernel of every family and measures one on the
+/// spot: the machine's limits and the event loop's rate, also as JSON.
+#[test]
+fn bench_lists_every_family_and_measures_the_event_loop() {
+    let dir = tmpdir("bench");
+    let o = scarsim(&dir, &["bench", "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = String::from_utf8(o.stdout).unwrap();
+    for name in [
+        "mlr-forward-cohort",
+        "mf-als-movielens-cohort",
+        "lda-sweep-cohort",
+        "cnn-train-step-1",
+        "events-k-async",
+    ] {
+        assert!(list.contains(name), "{list}");
+    }
+    let o = scarsim(
+        &dir,
+        &[
+            "bench",
+            "--kernel",
+            "events",
+            "--seconds",
+            "0.05",
+            "--json",
+            "b.json",
+            "--synthetic",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        table.contains("f32 GEMM") && table.contains("events-k-sync"),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("b.json")).unwrap()).unwrap();
+    let rows = json["kernels"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    for row in rows {
+        assert_eq!(row["unit"], "events");
+        assert!(row["rate"].as_f64().unwrap() > 1e3, "{row}");
+    }
+    let o = scarsim(&dir, &["bench", "--seconds", "0"]);
+    assert!(!o.status.success(), "a zero-second bench was accepted");
+}
