@@ -82,6 +82,38 @@ pub struct IterCtx {
     pub run_seed: u64,
 }
 
+/// Minibatch SGD's data order (MLR, the CNN): each epoch is a fresh
+/// permutation of the `rows` examples drawn from `(run_seed, epoch)`, cut
+/// into `max(rows / batch, 1)` minibatches of `batch`; iteration k uses
+/// minibatch k mod that count of epoch k div it. Refreshes `perm` (cached
+/// under `perm_key`) when the epoch changes and returns the range of `perm`
+/// that is iteration `ctx.iteration`'s minibatch.
+pub(crate) fn epoch_minibatch(
+    ctx: IterCtx,
+    rows: usize,
+    batch: usize,
+    perm: &mut Vec<u32>,
+    perm_key: &mut Option<(u64, usize)>,
+) -> std::ops::Range<usize> {
+    use rand::seq::SliceRandom;
+    let per_epoch = (rows / batch).max(1);
+    let epoch = ctx.iteration / per_epoch;
+    let j = ctx.iteration % per_epoch;
+    if *perm_key != Some((ctx.run_seed, epoch)) {
+        perm.clear();
+        perm.extend(0..rows as u32);
+        let mut rng = crate::rng::stream(
+            ctx.run_seed,
+            crate::rng::Purpose::DataOrder,
+            epoch as u64,
+            0,
+        );
+        perm.shuffle(&mut rng);
+        *perm_key = Some((ctx.run_seed, epoch));
+    }
+    j * batch..(j + 1) * batch
+}
+
 /// An iterative-convergent training algorithm `x(k+1) = f(x(k))` over a
 /// block-structured state (SCAR eq. 1).
 ///

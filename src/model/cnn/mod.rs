@@ -308,17 +308,7 @@ impl Cnn {
         perm: &mut Vec<u32>,
         perm_key: &mut Option<(u64, usize)>,
     ) -> Range<usize> {
-        let per_epoch = self.batches_per_epoch();
-        let epoch = ctx.iteration / per_epoch;
-        let j = ctx.iteration % per_epoch;
-        if *perm_key != Some((ctx.run_seed, epoch)) {
-            perm.clear();
-            perm.extend(0..self.data.rows as u32);
-            let mut rng = stream(ctx.run_seed, Purpose::DataOrder, epoch as u64, 0);
-            perm.shuffle(&mut rng);
-            *perm_key = Some((ctx.run_seed, epoch));
-        }
-        j * self.batch..(j + 1) * self.batch
+        super::epoch_minibatch(ctx, self.data.rows, self.batch, perm, perm_key)
     }
 
     /// The example indices of minibatch `ctx.iteration` of run `ctx.run_seed`.

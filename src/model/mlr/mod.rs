@@ -35,7 +35,6 @@ mod bound;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rand::seq::SliceRandom;
 
 use super::kernels::block::CHUNK;
 use super::kernels::block::stride_for;
@@ -45,7 +44,6 @@ use super::kernels::{
 };
 use super::{Check, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
-use crate::rng::{Purpose, stream};
 pub use bound::Bound;
 use bound::{Anchor, BatchWeights, Weights, gamma};
 
@@ -304,17 +302,7 @@ impl Mlr {
         perm: &mut Vec<u32>,
         perm_key: &mut Option<(u64, usize)>,
     ) -> std::ops::Range<usize> {
-        let per_epoch = self.batches_per_epoch();
-        let epoch = ctx.iteration / per_epoch;
-        let j = ctx.iteration % per_epoch;
-        if *perm_key != Some((ctx.run_seed, epoch)) {
-            perm.clear();
-            perm.extend(0..self.data.rows as u32);
-            let mut rng = stream(ctx.run_seed, Purpose::DataOrder, epoch as u64, 0);
-            perm.shuffle(&mut rng);
-            *perm_key = Some((ctx.run_seed, epoch));
-        }
-        j * self.batch..(j + 1) * self.batch
+        super::epoch_minibatch(ctx, self.data.rows, self.batch, perm, perm_key)
     }
 
     /// Brings the workspace's minibatch structures up to `ctx`.
