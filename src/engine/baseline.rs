@@ -2,6 +2,7 @@
 //! whose metric meets the criterion. Trials fork from its states.
 
 use anyhow::{Result, bail};
+use rayon::prelude::*;
 
 use super::Convergence;
 use crate::model::{IterCtx, Model};
@@ -69,10 +70,199 @@ pub fn run_baseline<M: Model>(
             );
         }
     }
-    bail!(
+    Err(not_converged(convergence, best))
+}
+
+/// The unperturbed runs of several data orders (one per seed of `run_seeds`),
+/// each exactly what [`run_baseline`] gives for its seed, in that order.
+///
+/// The runs advance side by side in groups of [`Model::cohort_size`]: at each
+/// iteration the metrics of a group's unfinished runs come from one
+/// [`Model::metric_apart`] (MLR stacks their weights into one wide product
+/// over the training set, the cost of a per-trial data order's unperturbed
+/// runs), then each run takes its own step with its own data order. Groups
+/// run in parallel. When runs fail, the error of the first failing seed in
+/// `run_seeds` order is returned.
+pub fn run_baselines<M: Model>(
+    model: &M,
+    convergence: &Convergence,
+    run_seeds: &[u64],
+) -> Result<Vec<Baseline<M::State>>> {
+    each_baseline(model, convergence, run_seeds)
+        .into_iter()
+        .collect()
+}
+
+/// [`run_baselines`], with each run's own result.
+fn each_baseline<M: Model>(
+    model: &M,
+    convergence: &Convergence,
+    run_seeds: &[u64],
+) -> Vec<Result<Baseline<M::State>>> {
+    let size = model.cohort_size().max(1);
+    let groups: Vec<Vec<Result<Baseline<M::State>>>> = run_seeds
+        .par_chunks(size)
+        .map(|seeds| lockstep(model, convergence, seeds))
+        .collect();
+    groups.into_iter().flatten().collect()
+}
+
+/// [`run_baselines`] for one group of seeds.
+fn lockstep<M: Model>(
+    model: &M,
+    convergence: &Convergence,
+    run_seeds: &[u64],
+) -> Vec<Result<Baseline<M::State>>> {
+    let n = run_seeds.len();
+    let mut ws = model.workspace();
+    let mut states: Vec<M::State> = (0..n).map(|_| model.init()).collect();
+    let mut runs: Vec<Option<Result<Baseline<M::State>>>> = (0..n).map(|_| None).collect();
+    let mut kept: Vec<(Vec<M::State>, Vec<f64>, f64)> = (0..n)
+        .map(|_| (Vec::new(), Vec::new(), f64::INFINITY))
+        .collect();
+    let mut out = vec![0.0; n];
+    for k in 0..=convergence.max_iterations {
+        let active: Vec<bool> = runs.iter().map(Option::is_none).collect();
+        if !active.contains(&true) {
+            break;
+        }
+        model.metric_apart(&states, &active, &mut ws, &mut out);
+        for i in (0..n).filter(|&i| active[i]) {
+            let m = out[i];
+            let (trajectory, metrics, best) = &mut kept[i];
+            if !m.is_finite() {
+                runs[i] = Some(Err(anyhow::anyhow!(
+                    "the unperturbed run diverged: the metric is {m} at iteration {k}; lower the learning rate"
+                )));
+                continue;
+            }
+            *best = best.min(m);
+            trajectory.push(model.snapshot(&states[i]));
+            metrics.push(m);
+            if m <= convergence.criterion {
+                runs[i] = Some(Ok(Baseline {
+                    states: std::mem::take(trajectory),
+                    metrics: std::mem::take(metrics),
+                    run_seed: run_seeds[i],
+                }));
+            } else if k < convergence.max_iterations {
+                model.step(
+                    &mut states[i],
+                    IterCtx {
+                        iteration: k,
+                        run_seed: run_seeds[i],
+                    },
+                    &mut ws,
+                );
+            }
+        }
+    }
+    runs.into_iter()
+        .zip(kept)
+        .map(|(run, (_, _, best))| run.unwrap_or_else(|| Err(not_converged(convergence, best))))
+        .collect()
+}
+
+/// The error of a run that did not meet the criterion in time.
+fn not_converged(convergence: &Convergence, best: f64) -> anyhow::Error {
+    anyhow::anyhow!(
         "the unperturbed run did not reach the criterion {} within max_iterations = {} (best metric {best}); \
          raise max_iterations or loosen the criterion (`scarsim baseline` prints the whole curve)",
         convergence.criterion,
         convergence.max_iterations
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::data::synthetic;
+    use crate::model::mlr::{Mlr, MlrConfig};
+
+    /// Runs side by side give every run's states and metrics bit for bit as
+    /// run alone, including runs that converge at different iterations and
+    /// runs that do not converge at all.
+    #[test]
+    fn lockstep_baselines_equal_single_runs() {
+        let data = Arc::new(synthetic::mnist_like(5, 0.02));
+        let model = Mlr::new(
+            data,
+            &MlrConfig {
+                batch_size: 100,
+                learning_rate: 1e-5,
+            },
+        );
+        let seeds: Vec<u64> = (0..9).map(|s| 1000 + 7 * s).collect();
+        // The criterion: the median over the runs of the metric at iteration
+        // 6, so that runs converge at different iterations or not by 9.
+        let mut at6: Vec<f64> = seeds
+            .iter()
+            .map(|&seed| {
+                let mut ws = model.workspace();
+                let mut state = model.init();
+                for k in 0..6 {
+                    model.step(
+                        &mut state,
+                        IterCtx {
+                            iteration: k,
+                            run_seed: seed,
+                        },
+                        &mut ws,
+                    );
+                }
+                model.metric(&state, &mut ws)
+            })
+            .collect();
+        at6.sort_by(f64::total_cmp);
+        let convergence = Convergence {
+            criterion: at6[seeds.len() / 2],
+            max_iterations: 9,
+        };
+        let together = run_baselines(&model, &convergence, &seeds);
+        let alone: Vec<Result<Baseline<_>>> = seeds
+            .iter()
+            .map(|&seed| run_baseline(&model, &convergence, seed))
+            .collect();
+        // With any failure, the batch call reports the first failing seed's error.
+        let first_error = alone
+            .iter()
+            .find_map(|r| r.as_ref().err().map(|e| e.to_string()));
+        match (&together, first_error) {
+            (Err(e), Some(first)) => assert_eq!(e.to_string(), first),
+            (Ok(_), None) => {}
+            (t, f) => panic!("batch {:?} but first single error {f:?}", t.as_ref().err()),
+        }
+        // Every run, converged or not.
+        assert!(
+            model.cohort_size() >= seeds.len(),
+            "one group of every seed"
+        );
+        let each = each_baseline(&model, &convergence, &seeds);
+        let mut lengths = Vec::new();
+        for ((seed, a), b) in seeds.iter().zip(&alone).zip(each) {
+            match (a, b) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.states, b.states);
+                    let bits = |m: &[f64]| m.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a.metrics), bits(&b.metrics));
+                    assert_eq!(a.run_seed, b.run_seed);
+                    lengths.push(a.iterations());
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!(
+                    "seed {seed}: alone ok {} together ok {}",
+                    a.is_ok(),
+                    b.is_ok()
+                ),
+            }
+        }
+        lengths.sort();
+        lengths.dedup();
+        assert!(
+            lengths.len() >= 2,
+            "runs converge at different iterations: {lengths:?}"
+        );
+    }
 }

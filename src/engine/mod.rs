@@ -14,7 +14,7 @@ pub mod baseline;
 pub mod queue;
 pub mod trial;
 
-pub use baseline::{Baseline, run_baseline};
+pub use baseline::{Baseline, run_baseline, run_baselines};
 pub use queue::EventQueue;
 pub use trial::{EngineOptions, ForkMode, TrialOutcome, TrialSetup, run_cohort, run_trial};
 

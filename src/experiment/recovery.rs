@@ -16,7 +16,8 @@ use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{
-    Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, run_baseline, run_cohort,
+    Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, run_baseline, run_baselines,
+    run_cohort,
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector};
@@ -176,10 +177,10 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         let convergence = convergence_for(model, sc, data);
         let baselines: Vec<Baseline<M::State>> = match sc.data_order {
             DataOrderMode::Shared => vec![run_baseline(model, &convergence, run_seed(sc, 0))?],
-            DataOrderMode::PerTrial => (0..trials)
-                .into_par_iter()
-                .map(|t| run_baseline(model, &convergence, run_seed(sc, t)))
-                .collect::<Result<_>>()?,
+            DataOrderMode::PerTrial => {
+                let seeds: Vec<u64> = (0..trials).map(|t| run_seed(sc, t)).collect();
+                run_baselines(model, &convergence, &seeds)?
+            }
         };
         let baseline_index = |t: usize| baseline_index(sc, t);
         let points = sc.points();

@@ -204,6 +204,25 @@ pub trait Model: Send + Sync {
         }
     }
 
+    /// The metric of every `states[i]` with `active[i]`, into `out[i]`, for
+    /// states that need **not** share a data order or an iteration (the
+    /// unperturbed runs of a per-trial data order, advanced side by side):
+    /// nothing is prepared for a following step. Each `out[i]` has the bits
+    /// of [`Model::metric`] of `states[i]`. Default: one [`Model::metric`] each.
+    fn metric_apart(
+        &self,
+        states: &[Self::State],
+        active: &[bool],
+        ws: &mut Self::Workspace,
+        out: &mut [f64],
+    ) {
+        for ((s, &a), o) in states.iter().zip(active).zip(out.iter_mut()) {
+            if a {
+                *o = self.metric(s, ws);
+            }
+        }
+    }
+
     /// The convergence test of every `states[i]` with `active[i]`, into
     /// `out[i]`: [`Check::Above`] where the model can prove the metric is
     /// above `criterion` without computing it, else the exact metric.

@@ -35,7 +35,6 @@ mod bound;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-
 use super::kernels::block::CHUNK;
 use super::kernels::block::stride_for;
 use super::kernels::{
@@ -792,6 +791,21 @@ impl Model for Mlr {
             return;
         }
         self.full_metric(states, &members, Some(next), None, ws, out);
+    }
+
+    fn metric_apart(
+        &self,
+        states: &[MlrState],
+        active: &[bool],
+        ws: &mut MlrWorkspace,
+        out: &mut [f64],
+    ) {
+        // The full-data pass reads no data order: the members' weights are
+        // stacked as they are for a cohort, and nothing is prepared.
+        let members: Vec<usize> = (0..states.len()).filter(|&i| active[i]).collect();
+        if !members.is_empty() {
+            self.full_metric(states, &members, None, None, ws, out);
+        }
     }
 
     fn check_many(
