@@ -37,7 +37,7 @@ pub struct MlrGradient {
 pub struct MlrGradientWorkspace {
     /// MLR's own buffers (its epoch permutation is what we need).
     inner: MlrWorkspace,
-    /// Logits of one example.
+    /// Logits of one example, or of a block of examples (row-major).
     z: Vec<f32>,
     /// softmax(z) − e_y of one example.
     delta: Vec<f32>,
@@ -75,7 +75,7 @@ impl MlrGradient {
     }
 
     /// Non-zero features of example `i`: (column indices, values).
-    #[inline]
+    #[cfg(test)]
     fn sparse_row(&self, i: usize) -> (&[u32], &[f32]) {
         let r = self.starts[i]..self.starts[i + 1];
         (&self.cols[r.clone()], &self.vals[r])
@@ -84,13 +84,6 @@ impl MlrGradient {
     /// The examples the loss is evaluated on.
     pub fn eval_rows(&self) -> &[u32] {
         &self.eval_rows
-    }
-
-    /// Logits of example `i` under `w`, over its non-zero features.
-    #[inline]
-    fn forward_row(&self, w: &[f32], i: usize, z: &mut [f32]) {
-        let (cols, vals) = self.sparse_row(i);
-        forward_sparse(w, cols, vals, z);
     }
 }
 
@@ -144,7 +137,7 @@ impl GradientModel for MlrGradient {
         };
         let MlrGradientWorkspace { inner, z, delta } = ws;
         let rows = self.mlr.batch_rows(ctx, inner);
-        debug_assert_eq!(z.len(), c);
+        debug_assert_eq!(delta.len(), c);
         gradient_rows(
             &self.starts,
             &self.cols,
@@ -163,32 +156,11 @@ impl GradientModel for MlrGradient {
     }
 
     fn loss(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> f64 {
-        let data = self.mlr.data();
-        let mut sum = 0.0;
-        for &i in &self.eval_rows {
-            let i = i as usize;
-            self.forward_row(params, i, &mut ws.z);
-            sum += cross_entropy(&ws.z, data.y[i] as usize);
-        }
-        sum / self.eval_rows.len() as f64
+        self.loss_and_accuracy(params, ws).0
     }
 
     fn accuracy(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> Option<f64> {
-        let data = self.mlr.data();
-        let mut right = 0usize;
-        for &i in &self.eval_rows {
-            let i = i as usize;
-            self.forward_row(params, i, &mut ws.z);
-            // Ties go to the lowest class.
-            let mut best = 0;
-            for (c, &v) in ws.z.iter().enumerate() {
-                if v > ws.z[best] {
-                    best = c;
-                }
-            }
-            right += usize::from(best == data.y[i] as usize);
-        }
-        Some(right as f64 / self.eval_rows.len() as f64)
+        self.loss_and_accuracy(params, ws).1
     }
 
     fn loss_and_accuracy(
@@ -197,19 +169,33 @@ impl GradientModel for MlrGradient {
         ws: &mut MlrGradientWorkspace,
     ) -> (f64, Option<f64>) {
         let data = self.mlr.data();
+        let c = data.classes;
         let mut sum = 0.0;
         let mut right = 0usize;
-        for &i in &self.eval_rows {
-            let i = i as usize;
-            self.forward_row(params, i, &mut ws.z);
-            sum += cross_entropy(&ws.z, data.y[i] as usize);
-            let mut best = 0;
-            for (c, &v) in ws.z.iter().enumerate() {
-                if v > ws.z[best] {
-                    best = c;
+        // Logits of a block of rows at a time (each row's own sum in feature
+        // order, several rows interleaved), then each row in order.
+        for block in self.eval_rows.chunks(EVAL_BLOCK) {
+            forward_rows(
+                &self.starts,
+                &self.cols,
+                &self.vals,
+                block,
+                params,
+                c,
+                &mut ws.z,
+            );
+            for (&i, z) in block.iter().zip(ws.z.chunks_exact(c)) {
+                let label = data.y[i as usize] as usize;
+                sum += cross_entropy(z, label);
+                // Ties go to the lowest class.
+                let mut best = 0;
+                for (k, &v) in z.iter().enumerate() {
+                    if v > z[best] {
+                        best = k;
+                    }
                 }
+                right += usize::from(best == label);
             }
-            right += usize::from(best == data.y[i] as usize);
         }
         let n = self.eval_rows.len() as f64;
         (sum / n, Some(right as f64 / n))
@@ -245,21 +231,14 @@ fn softmax_minus_onehot(z: &[f32], label: usize, out: &mut [f32]) {
     out[label] -= 1.0;
 }
 
-crate::simd::kernel! {
-    /// z = Σ_f x_f · W_f over one example's non-zero features `cols`/`vals`
-    /// (W row-major features × classes, `z.len()` classes): one multiply and
-    /// one add per term, in feature order, so every level gives the same bits.
-    fn forward_sparse, forward_sparse_at(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) = forward_sparse_body;
-}
+/// Rows whose logits [`MlrGradient::loss_and_accuracy`] computes at a time.
+const EVAL_BLOCK: usize = 64;
 
+/// z = Σ_f x_f · W_f over one example's non-zero features `cols`/`vals`
+/// (W row-major features × classes, `z.len()` classes): one multiply and one
+/// add per term, in feature order, so every kernel level gives the same bits.
 #[inline(always)]
 fn forward_sparse_body(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) {
-    // MNIST's ten classes get a fixed-size accumulator the compiler keeps
-    // in registers.
-    if z.len() == 10 {
-        forward_fixed::<10>(w, cols, vals, z);
-        return;
-    }
     let c = z.len();
     z.fill(0.0);
     for (&j, &v) in cols.iter().zip(vals) {
@@ -270,23 +249,146 @@ fn forward_sparse_body(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) {
     }
 }
 
+crate::simd::kernel! {
+    /// The logits of every example of `rows` (CSR `starts`/`cols`/`vals`)
+    /// under `w` (features × `classes`), into `z` (row-major, resized): each
+    /// row's sum is [`forward_sparse_body`]'s, one multiply and one add per term
+    /// in feature order (the same bits). With ten classes, four rows advance
+    /// side by side, so that their independent sums overlap in the pipeline
+    /// instead of each waiting on its own previous add.
+    fn forward_rows, forward_rows_at(
+        starts: &[usize],
+        cols: &[u32],
+        vals: &[f32],
+        rows: &[u32],
+        w: &[f32],
+        classes: usize,
+        z: &mut Vec<f32>,
+    ) = forward_rows_body;
+}
+
 #[inline(always)]
-fn forward_fixed<const C: usize>(w: &[f32], cols: &[u32], vals: &[f32], z: &mut [f32]) {
-    let mut acc = [0f32; C];
-    for (&j, &v) in cols.iter().zip(vals) {
-        let j = j as usize;
-        let row: &[f32; C] = w[j * C..(j + 1) * C].try_into().expect("C classes");
-        for k in 0..C {
-            acc[k] += v * row[k];
+fn forward_rows_body(
+    starts: &[usize],
+    cols: &[u32],
+    vals: &[f32],
+    rows: &[u32],
+    w: &[f32],
+    classes: usize,
+    z: &mut Vec<f32>,
+) {
+    z.clear();
+    z.resize(rows.len() * classes, 0.0);
+    let row = |i: u32| {
+        let r = starts[i as usize]..starts[i as usize + 1];
+        (&cols[r.clone()], &vals[r])
+    };
+    if classes != 10 {
+        for (&i, zi) in rows.iter().zip(z.chunks_exact_mut(classes)) {
+            let (c, v) = row(i);
+            forward_sparse_body(w, c, v, zi);
+        }
+        return;
+    }
+    let mut groups = rows.chunks_exact(4);
+    let mut outs = z.chunks_exact_mut(40);
+    for (g, out) in (&mut groups).zip(&mut outs) {
+        let mut acc = [[0f32; 10]; 4];
+        let mut terms: [(&[u32], &[f32]); 4] = std::array::from_fn(|r| row(g[r]));
+        interleave4(w, &mut terms, &mut acc);
+        // The tails: two rows at a time while two remain, then one.
+        let mut live: Vec<usize> = (0..4).filter(|&r| !terms[r].0.is_empty()).collect();
+        while live.len() >= 2 {
+            let (a, b) = (live[0], live[1]);
+            let (mut ta, mut tb) = (terms[a], terms[b]);
+            let (mut pa, mut pb) = (acc[a], acc[b]);
+            interleave2(w, &mut ta, &mut tb, &mut pa, &mut pb);
+            (terms[a], terms[b], acc[a], acc[b]) = (ta, tb, pa, pb);
+            live.retain(|&r| !terms[r].0.is_empty());
+        }
+        for r in live {
+            let (c, v) = terms[r];
+            accumulate10(w, c, v, &mut acc[r]);
+        }
+        for (o, a) in out.chunks_exact_mut(10).zip(&acc) {
+            o.copy_from_slice(a);
         }
     }
-    z.copy_from_slice(&acc);
+    for (&i, zi) in groups
+        .remainder()
+        .iter()
+        .zip(outs.into_remainder().chunks_exact_mut(10))
+    {
+        let (c, v) = row(i);
+        let mut acc = [0f32; 10];
+        accumulate10(w, c, v, &mut acc);
+        zi.copy_from_slice(&acc);
+    }
+}
+
+/// `acc += v · W_j` for one term of a row (ten classes).
+#[inline(always)]
+fn term10(w: &[f32], j: u32, v: f32, acc: &mut [f32; 10]) {
+    let j = j as usize;
+    let wr: &[f32; 10] = w[j * 10..j * 10 + 10].try_into().expect("10 classes");
+    for k in 0..10 {
+        acc[k] += v * wr[k];
+    }
+}
+
+/// Every remaining term of one row, in order.
+#[inline(always)]
+fn accumulate10(w: &[f32], cols: &[u32], vals: &[f32], acc: &mut [f32; 10]) {
+    for (&j, &v) in cols.iter().zip(vals) {
+        term10(w, j, v, acc);
+    }
+}
+
+/// Four rows' terms side by side until the shortest ends; `terms` keeps what
+/// is left of each.
+#[inline(always)]
+fn interleave4(w: &[f32], terms: &mut [(&[u32], &[f32]); 4], acc: &mut [[f32; 10]; 4]) {
+    let n = terms.iter().map(|t| t.0.len()).min().unwrap_or(0);
+    let [a0, a1, a2, a3] = acc;
+    let (mut r0, mut r1, mut r2, mut r3) = (*a0, *a1, *a2, *a3);
+    for t in 0..n {
+        term10(w, terms[0].0[t], terms[0].1[t], &mut r0);
+        term10(w, terms[1].0[t], terms[1].1[t], &mut r1);
+        term10(w, terms[2].0[t], terms[2].1[t], &mut r2);
+        term10(w, terms[3].0[t], terms[3].1[t], &mut r3);
+    }
+    (*a0, *a1, *a2, *a3) = (r0, r1, r2, r3);
+    for t in terms.iter_mut() {
+        *t = (&t.0[n..], &t.1[n..]);
+    }
+}
+
+/// Two rows' terms side by side until the shorter ends.
+#[inline(always)]
+fn interleave2<'a>(
+    w: &[f32],
+    ta: &mut (&'a [u32], &'a [f32]),
+    tb: &mut (&'a [u32], &'a [f32]),
+    pa: &mut [f32; 10],
+    pb: &mut [f32; 10],
+) {
+    let n = ta.0.len().min(tb.0.len());
+    let (mut ra, mut rb) = (*pa, *pb);
+    for t in 0..n {
+        term10(w, ta.0[t], ta.1[t], &mut ra);
+        term10(w, tb.0[t], tb.1[t], &mut rb);
+    }
+    (*pa, *pb) = (ra, rb);
+    *ta = (&ta.0[n..], &ta.1[n..]);
+    *tb = (&tb.0[n..], &tb.1[n..]);
 }
 
 crate::simd::kernel! {
     /// Adds Σ_{i ∈ rows} x_iᵀ (softmax(x_i W) − e_{y_i}) to `out` (features ×
-    /// classes), rows in order, using `z` and `delta` (one class each) as
-    /// scratch: the minibatch gradient's sum, the same bits on every level.
+    /// classes), rows in order: first every row's logits ([`forward_rows`],
+    /// into `z`), then row after row its softmax and its outer product with
+    /// the row, added to `out` (`delta`, one class each, is scratch). Each
+    /// entry of `out` sums over the rows in order: the same bits on every level.
     fn gradient_rows, gradient_rows_at(
         starts: &[usize],
         cols: &[u32],
@@ -295,7 +397,7 @@ crate::simd::kernel! {
         rows: &[u32],
         w: &[f32],
         out: &mut [f32],
-        z: &mut [f32],
+        z: &mut Vec<f32>,
         delta: &mut [f32],
     ) = gradient_rows_body;
 }
@@ -310,16 +412,16 @@ fn gradient_rows_body(
     rows: &[u32],
     w: &[f32],
     out: &mut [f32],
-    z: &mut [f32],
+    z: &mut Vec<f32>,
     delta: &mut [f32],
 ) {
-    let c = z.len();
-    for &i in rows {
+    let c = delta.len();
+    forward_rows_body(starts, cols, vals, rows, w, c, z);
+    for (&i, zi) in rows.iter().zip(z.chunks_exact(c)) {
         let i = i as usize;
         let r = starts[i]..starts[i + 1];
         let (cols, vals) = (&cols[r.clone()], &vals[r]);
-        forward_sparse_body(w, cols, vals, z);
-        softmax_minus_onehot(z, y[i] as usize, delta);
+        softmax_minus_onehot(zi, y[i] as usize, delta);
         if c == 10 {
             let d: &[f32; 10] = (&*delta).try_into().expect("10 classes");
             for (&j, &v) in cols.iter().zip(vals) {
@@ -377,17 +479,27 @@ mod tests {
                 .collect();
             let y: Vec<u8> = d.y.iter().map(|&v| v % c as u8).collect();
             let run = |level| {
-                let (mut out, mut z, mut delta) =
-                    (vec![0f32; w.len()], vec![0f32; c], vec![0f32; c]);
+                let (mut out, mut z, mut delta) = (vec![0f32; w.len()], Vec::new(), vec![0f32; c]);
                 gradient_rows_at(
                     level, &m.starts, &m.cols, &m.vals, &y, &rows, &w, &mut out, &mut z, &mut delta,
                 );
-                let (cols, vals) = m.sparse_row(3);
-                forward_sparse_at(level, &w, cols, vals, &mut z);
+                // Logits of an odd number of rows in a shuffled order (four at
+                // a time, then the rest).
+                let some: Vec<u32> = (0..23).map(|r| (r * 17 % 64) as u32).collect();
+                forward_rows_at(level, &m.starts, &m.cols, &m.vals, &some, &w, c, &mut z);
                 (out, z)
             };
             let reference = run(crate::simd::Level::Portable);
             assert!(reference.0.iter().any(|&g| g != 0.0));
+            // Each row's logits are the one-row sum in feature order.
+            let some: Vec<u32> = (0..23).map(|r| (r * 17 % 64) as u32).collect();
+            for (&i, zi) in some.iter().zip(reference.1.chunks_exact(c)) {
+                let mut one = vec![0f32; c];
+                let (cols, vals) = m.sparse_row(i as usize);
+                forward_sparse_body(&w, cols, vals, &mut one);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(zi), bits(&one), "row {i}, {c} classes");
+            }
             for level in crate::simd::Level::supported() {
                 let got = run(level);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
