@@ -27,6 +27,10 @@ pub enum Command {
         /// Scenario files or bundled scenario names.
         #[arg(required = true)]
         scenarios: Vec<String>,
+        /// Also print every field of each validated scenario as the run will
+        /// use it, defaults and per-series values included (`path = value`).
+        #[arg(long)]
+        resolved: bool,
     },
     /// Combine the results of the shards of a sharded run (`run --shard i/n`)
     /// into exactly the files one unsharded run writes.

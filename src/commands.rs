@@ -23,7 +23,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(args) => run(args),
         Command::List => list(),
-        Command::Validate { scenarios } => validate(&scenarios),
+        Command::Validate {
+            scenarios,
+            resolved,
+        } => validate(&scenarios, resolved),
         Command::Merge { shards, out } => merge(&shards, &out),
         Command::Plot(args) => plot(args),
         Command::Reproduce(args) => reproduce(args),
@@ -680,7 +683,7 @@ fn list() -> Result<()> {
     Ok(())
 }
 
-fn validate(args: &[String]) -> Result<()> {
+fn validate(args: &[String], resolved: bool) -> Result<()> {
     let mut failed = 0;
     for arg in args {
         match scenario::load(arg).and_then(|(sc, origin, _)| {
@@ -702,6 +705,13 @@ fn validate(args: &[String]) -> Result<()> {
                     f.units,
                     budget::human_bytes(f.bytes)
                 );
+                if resolved {
+                    let mut lines = Vec::new();
+                    flatten("", &serde_json::to_value(&sc)?, &mut lines);
+                    for l in lines {
+                        println!("  {l}");
+                    }
+                }
             }
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -713,6 +723,32 @@ fn validate(args: &[String]) -> Result<()> {
         bail!("{failed} of {} scenarios are invalid", args.len());
     }
     Ok(())
+}
+
+/// `validate --resolved`: one `path = value` line per leaf of `v` (lists
+/// of scalars on one line, lists of tables as `path[i].field`).
+fn flatten(path: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                flatten(&join(k), x, out);
+            }
+        }
+        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(&format!("{path}[{i}]"), x, out);
+            }
+        }
+        _ => out.push(format!("{path} = {v}")),
+    }
 }
 
 fn baseline(arg: &str, data: &DataArgs) -> Result<()> {

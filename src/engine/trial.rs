@@ -5,7 +5,9 @@
 
 use super::{Baseline, Convergence};
 use crate::model::{Check, IterCtx, Model};
-use crate::policy::{CheckpointPolicy, RecoveryOutcome, RecoveryPolicy, RunningCheckpoint};
+use crate::policy::{
+    CheckpointPolicy, EventOrder, RecoveryOutcome, RecoveryPolicy, RunningCheckpoint,
+};
 use crate::rng::SimRng;
 
 /// How a trial obtains x(T).
@@ -48,6 +50,8 @@ pub struct TrialSetup<'a> {
     pub lost: &'a [usize],
     /// Checkpoint policy in force before the failure.
     pub checkpoint: &'a CheckpointPolicy,
+    /// Whether a checkpoint due at T is written before the failure at T.
+    pub order: EventOrder,
     /// How the failure is recovered from.
     pub recovery: RecoveryPolicy,
     /// Randomness of the `random` checkpoint selector.
@@ -130,7 +134,7 @@ pub fn run_cohort<M: Model>(
             model,
             prefix,
             setup.checkpoint,
-            t,
+            setup.order.checkpoints_before(t),
             &mut setup.checkpoint_rng,
         );
         let mut state = prefix[t].clone();
@@ -238,4 +242,82 @@ fn rerun<M: Model>(model: &M, t: usize, run_seed: u64, ws: &mut M::Workspace) ->
     }
     states.push(s);
     states
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::data::synthetic;
+    use crate::engine::run_baseline;
+    use crate::model::mlr::{Mlr, MlrConfig};
+    use crate::policy::Selector;
+    use crate::rng::{Purpose, stream};
+
+    /// A failure at an iteration with a full checkpoint due: written first,
+    /// the checkpoint is x(T) itself and full recovery costs nothing; the
+    /// failure first leaves the checkpoint before it, and rework follows. One
+    /// iteration later both orders restore the same checkpoint.
+    #[test]
+    fn event_order_decides_whether_the_checkpoint_due_at_t_survives() {
+        let model = Mlr::new(
+            Arc::new(synthetic::mnist_like(5, 0.02)),
+            &MlrConfig {
+                batch_size: 100,
+                learning_rate: 1e-5,
+            },
+        );
+        let mut ws = model.workspace();
+        let mut probe = model.init();
+        for k in 0..24 {
+            model.step(
+                &mut probe,
+                IterCtx {
+                    iteration: k,
+                    run_seed: 3,
+                },
+                &mut ws,
+            );
+        }
+        let convergence = Convergence {
+            criterion: model.metric(&probe, &mut ws),
+            max_iterations: 400,
+        };
+        let baseline = run_baseline(&model, &convergence, 3).expect("converges");
+        assert!(baseline.iterations() > 10);
+        let policy = CheckpointPolicy {
+            interval: 8,
+            fraction: 1.0,
+            selector: Selector::Priority,
+        };
+        let lost: Vec<usize> = (0..model.block_count()).collect();
+        let run = |t: usize, order: EventOrder| {
+            let setup = TrialSetup {
+                failure_iteration: t,
+                lost: &lost,
+                checkpoint: &policy,
+                order,
+                recovery: RecoveryPolicy::Full,
+                checkpoint_rng: stream(1, Purpose::CheckpointSelection, 0, 0),
+            };
+            let mut ws = model.workspace();
+            run_trial(
+                &model,
+                &baseline,
+                &convergence,
+                setup,
+                EngineOptions::default(),
+                &mut ws,
+            )
+        };
+        let first = run(8, EventOrder::CheckpointFirst);
+        assert_eq!(first.rework_iterations(), 0);
+        let lost_ckpt = run(8, EventOrder::FailureFirst);
+        assert!(lost_ckpt.rework_iterations() > 0, "{lost_ckpt:?}");
+        assert_eq!(
+            run(9, EventOrder::CheckpointFirst),
+            run(9, EventOrder::FailureFirst)
+        );
+    }
 }

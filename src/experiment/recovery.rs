@@ -20,7 +20,9 @@ use crate::engine::{
     run_cohort,
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector};
+use crate::policy::{
+    CheckpointPolicy, EventOrder, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector,
+};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream, stream_key};
 use crate::scenario::{
@@ -406,11 +408,14 @@ struct TrialKey<'a> {
 /// The running checkpoint at the failure, as far as it matters (see [`TrialKey`]).
 #[derive(Debug, PartialEq)]
 enum CheckpointKey {
-    /// r = 1: x(last checkpoint before T), whatever the selector.
+    /// r = 1: x(last checkpoint before T, or at T when it is written
+    /// first), whatever the selector.
     Full { last: usize },
-    /// r < 1: the policy, and the trial whose stream a `random` selector draws from.
+    /// r < 1: the policy and event order, and the trial whose stream a
+    /// `random` selector draws from.
     Partial {
         policy: CheckpointPolicy,
+        order: EventOrder,
         random_stream: Option<usize>,
     },
 }
@@ -427,11 +432,12 @@ impl<'a> TrialKey<'a> {
         let policy = config.checkpoint;
         let checkpoint = if policy.is_full() {
             CheckpointKey::Full {
-                last: policy.last_before(t),
+                last: policy.last_before(config.order.checkpoints_before(t)),
             }
         } else {
             CheckpointKey::Partial {
                 policy,
+                order: config.order,
                 random_stream: (policy.selector == Selector::Random).then_some(trial),
             }
         };
@@ -481,6 +487,7 @@ impl Prepared {
             failure_iteration: self.failure_iteration,
             lost: &self.lost,
             checkpoint: &point.config.checkpoint,
+            order: point.config.order,
             recovery: point.config.recovery,
             checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t as u64, 0),
         }

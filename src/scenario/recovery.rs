@@ -31,6 +31,8 @@
 //! interval = 8          # C
 //! fraction = 1.0        # r: save ⌈r·n⌉ blocks every r·C iterations
 //! selector = "priority" # priority | round | random
+//! event_order = "failure-first" # or "checkpoint-first": a failure at an iteration
+//!                               # with a checkpoint due destroys it (default) or follows it
 //!
 //! recovery = "partial"  # full | partial   (must come before the tables above)
 //!
@@ -54,7 +56,9 @@ use crate::engine::Convergence;
 /// Most PS nodes of a recovery scenario.
 pub const MAX_PS_NODES: usize = 1_000_000;
 use crate::model::ModelSpec;
-use crate::policy::{CheckpointPolicy, FailureTime, LossSpec, RecoveryPolicy, Selector};
+use crate::policy::{
+    CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector,
+};
 
 /// Whether the trials of a scenario share one minibatch order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +160,10 @@ pub struct PointConfig {
     pub loss: LossSpec,
     /// Checkpoint policy before the failure.
     pub checkpoint: CheckpointPolicy,
+    /// Whether a checkpoint due at the failure iteration is written before
+    /// the failure (`[checkpoint] event_order`; default: the failure first).
+    #[serde(rename = "event_order")]
+    pub order: EventOrder,
     /// Recovery policy.
     pub recovery: RecoveryPolicy,
 }
@@ -347,6 +355,8 @@ struct RawCheckpoint {
     fraction: Spanned<f64>,
     #[serde(default = "priority")]
     selector: Selector,
+    #[serde(default)]
+    event_order: EventOrder,
 }
 
 fn one() -> Spanned<f64> {
@@ -362,6 +372,7 @@ struct RawSeries {
     name: String,
     recovery: Option<RecoveryPolicy>,
     selector: Option<Selector>,
+    event_order: Option<EventOrder>,
     checkpoint_fraction: Option<f64>,
     checkpoint_interval: Option<usize>,
     #[serde(default)]
@@ -490,6 +501,7 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         failure_time,
         loss,
         checkpoint,
+        order: raw.checkpoint.event_order,
         recovery: raw.recovery.unwrap_or(RecoveryPolicy::Partial),
     };
     check_point(src, &base, ps_nodes, "the base configuration", Some(&raw))?;
@@ -537,6 +549,9 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         }
         if let Some(s) = rs.selector {
             cfg.checkpoint.selector = s;
+        }
+        if let Some(o) = rs.event_order {
+            cfg.order = o;
         }
         if let Some(f) = rs.checkpoint_fraction {
             cfg.checkpoint.fraction = f;
