@@ -740,3 +740,39 @@ fn event_order_is_a_field_shown_resolved_and_honoured() {
     }
     assert_eq!(seen, [3, 3]);
 }
+
+/// `[checkpoint] budget` (SCAR §4.2's equal parameters by default, or
+/// ⌈r·n⌉ blocks) is a field with a per-series override, shown resolved, and
+/// a wrong value is refused with the allowed ones.
+#[test]
+fn write_budget_is_a_field_shown_resolved() {
+    let dir = common::tmpdir("write-budget");
+    let sc = common::small_recovery("write-budget", 2).replace(
+        "name = \"partial\"\nrecovery = \"partial\"",
+        "name = \"partial\"\nrecovery = \"partial\"\ncheckpoint_fraction = 0.5\ncheckpoint_budget = \"blocks\"",
+    );
+    std::fs::write(dir.join("budget.toml"), &sc).unwrap();
+    let o = common::scarsim(&dir, &["validate", "--resolved", "budget.toml"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("series[0].config.checkpoint.budget = \"parameters\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("series[1].config.checkpoint.budget = \"blocks\""),
+        "{out}"
+    );
+    std::fs::write(
+        dir.join("bad.toml"),
+        sc.replace("interval = 8\n", "interval = 8\nbudget = \"bytes\"\n"),
+    )
+    .unwrap();
+    let o = common::scarsim(&dir, &["validate", "bad.toml"]);
+    assert!(!o.status.success());
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("bad.toml") && err.contains("bytes") && err.contains("parameters"),
+        "{err}"
+    );
+}

@@ -290,6 +290,7 @@ mod tests {
             interval: 8,
             fraction: 1.0,
             selector: Selector::Priority,
+            budget: crate::policy::WriteBudget::Parameters,
         };
         let lost: Vec<usize> = (0..model.block_count()).collect();
         let run = |t: usize, order: EventOrder| {

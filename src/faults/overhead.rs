@@ -108,12 +108,10 @@ pub fn run_iterations<M: Model>(
         saved_at: vec![0; n],
     };
     let mut cache = model.snapshot(&state);
-    let mut selector = SelectorState::new(n);
+    let mut selector = SelectorState::new(model);
     // Writes still running: (finish time, iteration, blocks, values).
     let mut pending: VecDeque<(f64, usize, Vec<usize>, M::State)> = VecDeque::new();
     let period = policy.period();
-    let count = policy.blocks_per_checkpoint(n);
-    let share = count as f64 / n as f64;
     let mut t = 0.0;
     let mut split = TimeSplit::default();
     let mut checkpoints = 0;
@@ -179,13 +177,9 @@ pub fn run_iterations<M: Model>(
         k += 1;
         t += costs.iteration_time;
         if k.is_multiple_of(period) {
-            let chosen: Vec<usize> = if policy.is_full() {
-                (0..n).collect()
-            } else {
-                selector
-                    .select(model, policy.selector, &state, &cache, count, rng)
-                    .to_vec()
-            };
+            let chosen: Vec<usize> = selector.select(model, policy, &state, &cache, rng).to_vec();
+            // A checkpoint's cache and write times are its share of the parameters.
+            let share = selector.share_of(&chosen);
             for &b in &chosen {
                 model.copy_block(&state, &mut cache, b);
             }

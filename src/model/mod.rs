@@ -152,6 +152,12 @@ pub trait Model: Send + Sync {
     fn copy_block(&self, src: &Self::State, dst: &mut Self::State, block: usize);
     /// Distance between block `block` of `a` and of `b` (L2 unless the model says otherwise).
     fn block_distance(&self, a: &Self::State, b: &Self::State, block: usize) -> f64;
+    /// Parameters in block `block`: what checkpointing it writes, for the
+    /// `parameters` write budget (SCAR §4.2, [`crate::policy::WriteBudget`]).
+    /// Only ratios matter. Default: every block the same size.
+    fn block_params(&self, _block: usize) -> usize {
+        1
+    }
     /// How block distances combine into the norm of a perturbation.
     fn norm_kind(&self) -> NormKind {
         NormKind::L2

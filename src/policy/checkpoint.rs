@@ -1,15 +1,16 @@
 //! Checkpoint policies and the running checkpoint (SCAR §4.2).
 //!
 //! The running checkpoint starts as x(0). A policy with interval C and
-//! fraction r saves ⌈r·n⌉ of the n blocks every r·C iterations, so every
-//! policy writes the same number of blocks per C iterations; r = 1 is the
-//! traditional full checkpoint every C iterations. Which blocks a partial
-//! checkpoint saves is the [`Selector`]'s job.
+//! fraction r writes a partial checkpoint every r·C iterations; r = 1 is the
+//! traditional full checkpoint every C iterations. How much each partial
+//! checkpoint writes is the [`WriteBudget`]'s job (by default §4.2's rule:
+//! every policy writes the same number of parameters per C iterations), and
+//! which blocks it saves is the [`Selector`]'s.
 
 use rand::RngExt;
 use serde::Serialize;
 
-use crate::model::Model;
+use crate::model::{Model, NormKind};
 use crate::rng::SimRng;
 
 /// Which blocks a partial checkpoint saves (SCAR §5.4).
@@ -79,6 +80,48 @@ impl EventOrder {
     }
 }
 
+/// How much a partial checkpoint (r < 1) writes.
+///
+/// SCAR §4.2: "the checkpoint period rC is chosen so that the number of
+/// parameters saved every C iterations remains roughly constant across
+/// different values of r". With blocks of one size (MLR's feature rows, MF's
+/// factor rows, the QP's coordinates) counting blocks is counting parameters;
+/// with unequal blocks (the CNN's layers, LDA's documents) it is not: r = 1/8
+/// of the CNN's 10 by-layer blocks is ⌈1.25⌉ = 2 blocks per checkpoint, about
+/// 1.6× a full checkpoint's bytes per C iterations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteBudget {
+    /// The paper's rule, and the default: each checkpoint earns r·P
+    /// parameters of credit (P: all the model's parameters,
+    /// [`Model::block_params`]); the selector's blocks are written in its
+    /// order while the credit covers them, and what is left carries over.
+    /// Over every C iterations a policy then writes P parameters, as a full
+    /// checkpoint does, give or take one block. *Choice (the paper is
+    /// silent):* the selector's next block waits for enough credit rather
+    /// than being skipped for a smaller one (nothing is starved), and
+    /// `priority` ranks blocks by what saving them takes off the norm of the
+    /// perturbation per parameter written (d²/size under the L2 norm) — with
+    /// blocks of one size, the plain distance order. With blocks of one size
+    /// the budget is r·n blocks per checkpoint, the remainder carried (r·n
+    /// whole: exactly r·n every time, as [`WriteBudget::Blocks`] gives).
+    #[default]
+    Parameters,
+    /// ⌈r·n⌉ blocks per checkpoint, whatever their sizes (the reading of
+    /// every bundled scenario before 2026-12).
+    Blocks,
+}
+
+impl WriteBudget {
+    /// The name used in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteBudget::Parameters => "parameters",
+            WriteBudget::Blocks => "blocks",
+        }
+    }
+}
+
 /// A checkpoint policy: save a fraction of the blocks at a fixed period.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CheckpointPolicy {
@@ -88,6 +131,8 @@ pub struct CheckpointPolicy {
     pub fraction: f64,
     /// How the saved blocks are chosen when r < 1.
     pub selector: Selector,
+    /// How much each partial checkpoint writes (`[checkpoint] budget`).
+    pub budget: WriteBudget,
 }
 
 impl CheckpointPolicy {
@@ -154,13 +199,12 @@ impl<S: Clone> RunningCheckpoint<S> {
             state: trajectory[0].clone(),
             saved_at: vec![0; n],
         };
-        let mut selector = SelectorState::new(n);
-        let count = policy.blocks_per_checkpoint(n);
+        let mut selector = SelectorState::new(model);
         let period = policy.period();
         let mut k = period;
         while k < failure {
             let current = &trajectory[k];
-            let chosen = selector.select(model, policy.selector, current, &ckpt.state, count, rng);
+            let chosen = selector.select(model, policy, current, &ckpt.state, rng);
             for &b in chosen {
                 model.copy_block(current, &mut ckpt.state, b);
                 ckpt.saved_at[b] = k;
@@ -171,27 +215,92 @@ impl<S: Clone> RunningCheckpoint<S> {
     }
 }
 
-/// Buffers and the round-robin cursor of a selector.
+/// Buffers, the round-robin cursor and the write credit of a selector.
 pub struct SelectorState {
     cursor: usize,
     scored: Vec<(f64, usize)>,
     chosen: Vec<usize>,
     pool: Vec<usize>,
+    /// [`Model::block_params`] of every block.
+    sizes: Vec<usize>,
+    /// Σ sizes: P.
+    total: usize,
+    /// Whether every block has the same size (counting blocks is then
+    /// counting parameters).
+    uniform: bool,
+    /// Unspent write credit of [`WriteBudget::Parameters`]: parameters, or
+    /// blocks when `uniform`.
+    credit: f64,
+    /// The `random` selector's block drawn but not yet covered by the credit.
+    waiting: Option<usize>,
 }
 
 impl SelectorState {
-    /// Buffers for a model with `blocks` blocks.
-    pub fn new(blocks: usize) -> SelectorState {
+    /// Buffers for `model`'s blocks.
+    pub fn new<M: Model>(model: &M) -> SelectorState {
+        let n = model.block_count();
+        let sizes: Vec<usize> = (0..n).map(|b| model.block_params(b)).collect();
         SelectorState {
             cursor: 0,
-            scored: Vec::with_capacity(blocks),
-            chosen: Vec::with_capacity(blocks),
-            pool: (0..blocks).collect(),
+            scored: Vec::with_capacity(n),
+            chosen: Vec::with_capacity(n),
+            pool: (0..n).collect(),
+            total: sizes.iter().sum(),
+            uniform: sizes.windows(2).all(|w| w[0] == w[1]),
+            sizes,
+            credit: 0.0,
+            waiting: None,
         }
     }
 
-    /// Chooses `count` blocks to save from `current` into `saved`.
+    /// The fraction of the model's parameters that `blocks` hold.
+    pub fn share_of(&self, blocks: &[usize]) -> f64 {
+        if self.uniform {
+            blocks.len() as f64 / self.sizes.len().max(1) as f64
+        } else {
+            blocks.iter().map(|&b| self.sizes[b]).sum::<usize>() as f64 / self.total.max(1) as f64
+        }
+    }
+
+    /// Chooses the blocks one checkpoint of `policy` saves from `current`
+    /// into `saved` (sorted by index). A full policy (r = 1) saves every block.
     pub fn select<M: Model>(
+        &mut self,
+        model: &M,
+        policy: &CheckpointPolicy,
+        current: &M::State,
+        saved: &M::State,
+        rng: &mut SimRng,
+    ) -> &[usize] {
+        let n = model.block_count();
+        self.chosen.clear();
+        if policy.is_full() {
+            self.chosen.extend(0..n);
+            return &self.chosen;
+        }
+        match policy.budget {
+            WriteBudget::Blocks => {
+                let count = policy.blocks_per_checkpoint(n);
+                self.take(model, policy.selector, current, saved, count, rng);
+            }
+            WriteBudget::Parameters if self.uniform => {
+                self.credit += policy.fraction * n as f64;
+                // The tolerance absorbs r·n's rounding (r·n = 98 must give 98).
+                let count = ((self.credit + 1e-9).floor() as usize).min(n);
+                self.credit = (self.credit - count as f64).max(0.0);
+                self.take(model, policy.selector, current, saved, count, rng);
+            }
+            WriteBudget::Parameters => {
+                self.credit += policy.fraction * self.total as f64;
+                self.take_while_covered(model, policy.selector, current, saved, rng);
+            }
+        }
+        self.chosen.sort_unstable();
+        &self.chosen
+    }
+
+    /// Pushes the `count` blocks `selector` ranks first.
+    fn take<M: Model>(
         &mut self,
         model: &M,
         selector: Selector,
@@ -199,19 +308,16 @@ impl SelectorState {
         saved: &M::State,
         count: usize,
         rng: &mut SimRng,
-    ) -> &[usize] {
+    ) {
         let n = model.block_count();
-        self.chosen.clear();
+        if count == 0 {
+            return;
+        }
         match selector {
             Selector::Priority => {
-                self.scored.clear();
-                self.scored
-                    .extend((0..n).map(|b| (model.block_distance(current, saved, b), b)));
-                // Largest distance first; ties go to the lower block index.
-                let order =
-                    |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+                self.score(model, current, saved);
                 if count < n {
-                    self.scored.select_nth_unstable_by(count, order);
+                    self.scored.select_nth_unstable_by(count, by_priority);
                 }
                 self.chosen.extend(self.scored[..count].iter().map(|s| s.1));
             }
@@ -230,9 +336,107 @@ impl SelectorState {
                 }
             }
         }
-        self.chosen.sort_unstable();
-        &self.chosen
     }
+
+    /// Pushes blocks in `selector`'s order while the credit covers them,
+    /// spending it; stops at the first block it does not cover.
+    fn take_while_covered<M: Model>(
+        &mut self,
+        model: &M,
+        selector: Selector,
+        current: &M::State,
+        saved: &M::State,
+        rng: &mut SimRng,
+    ) {
+        let n = model.block_count();
+        if selector == Selector::Priority {
+            // Per parameter written: what saving the block takes off the norm
+            // of the perturbation a failure would leave (d² under the L2 norm,
+            // d under LDA's sum), over its size: the greedy choice for a byte
+            // budget. With blocks of one size this is the distance order.
+            let kind = model.norm_kind();
+            self.score(model, current, saved);
+            for (v, b) in &mut self.scored {
+                let gain = match kind {
+                    NormKind::L2 => *v * *v,
+                    NormKind::Sum => *v,
+                };
+                *v = gain / self.sizes[*b] as f64;
+            }
+            self.scored.sort_unstable_by(by_priority);
+        }
+        // Sizes are whole numbers; the tolerance absorbs r·P's rounding.
+        let slack = 1e-9 * self.total as f64;
+        let sizes = &self.sizes;
+        let credit = &mut self.credit;
+        let mut covers = |b: usize| {
+            let size = sizes[b] as f64;
+            if size <= *credit + slack {
+                *credit = (*credit - size).max(0.0);
+                true
+            } else {
+                false
+            }
+        };
+        match selector {
+            Selector::Priority => {
+                for &(_, b) in &self.scored {
+                    if !covers(b) {
+                        break;
+                    }
+                    self.chosen.push(b);
+                }
+            }
+            Selector::Round => {
+                for _ in 0..n {
+                    if !covers(self.cursor) {
+                        break;
+                    }
+                    self.chosen.push(self.cursor);
+                    self.cursor = (self.cursor + 1) % n;
+                }
+            }
+            Selector::Random => {
+                // A uniformly random order (partial Fisher–Yates over the
+                // persistent pool) taken while the credit covers it; the
+                // block drawn but not covered comes first next time, so a
+                // large block is not starved by small ones.
+                let mut i = 0;
+                if let Some(b) = self.waiting {
+                    let at = self.pool.iter().position(|&p| p == b).expect("a block");
+                    self.pool.swap(0, at);
+                    if !covers(b) {
+                        return;
+                    }
+                    self.chosen.push(b);
+                    self.waiting = None;
+                    i = 1;
+                }
+                while i < n {
+                    let j = rng.random_range(i..n);
+                    self.pool.swap(i, j);
+                    let b = self.pool[i];
+                    if !covers(b) {
+                        self.waiting = Some(b);
+                        break;
+                    }
+                    self.chosen.push(b);
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    fn score<M: Model>(&mut self, model: &M, current: &M::State, saved: &M::State) {
+        self.scored.clear();
+        self.scored
+            .extend((0..model.block_count()).map(|b| (model.block_distance(current, saved, b), b)));
+    }
+}
+
+/// Largest distance first; ties go to the lower block index.
+fn by_priority(a: &(f64, usize), b: &(f64, usize)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
 #[cfg(test)]
@@ -301,6 +505,7 @@ mod tests {
             interval: 8,
             fraction: 0.125,
             selector: Selector::Priority,
+            budget: WriteBudget::Blocks,
         };
         assert_eq!(p.period(), 1);
         assert!(p.period_is_whole());
@@ -330,6 +535,7 @@ mod tests {
             interval: 8,
             fraction: 1.0,
             selector: Selector::Round,
+            budget: WriteBudget::Parameters,
         };
         let mut rng = stream(0, Purpose::CheckpointSelection, 0, 0);
         let c = RunningCheckpoint::replay(&m, &traj, &p, 13, &mut rng);
@@ -348,6 +554,7 @@ mod tests {
             interval: 4,
             fraction: 0.5,
             selector: Selector::Round,
+            budget: WriteBudget::Parameters,
         };
         let c = RunningCheckpoint::replay(&m, &traj, &round, 5, &mut rng);
         assert_eq!(c.saved_at, vec![2, 2, 4, 4]);
@@ -368,12 +575,172 @@ mod tests {
     fn random_selects_distinct_blocks() {
         let m = Toy(10);
         let traj = trajectory(&m, 3);
-        let mut sel = SelectorState::new(10);
+        let mut sel = SelectorState::new(&m);
         let mut rng = stream(5, Purpose::CheckpointSelection, 0, 0);
-        let chosen = sel
-            .select(&m, Selector::Random, &traj[1], &traj[0], 4, &mut rng)
-            .to_vec();
+        let p = CheckpointPolicy {
+            interval: 10,
+            fraction: 0.4,
+            selector: Selector::Random,
+            budget: WriteBudget::Blocks,
+        };
+        let chosen = sel.select(&m, &p, &traj[1], &traj[0], &mut rng).to_vec();
         assert_eq!(chosen.len(), 4);
         assert!(chosen.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// The toy with blocks of the given sizes (parameters per block).
+    struct Sized(Toy, Vec<usize>);
+    impl Model for Sized {
+        type State = Vec<f64>;
+        type Workspace = ();
+        fn info(&self) -> ModelInfo {
+            self.0.info()
+        }
+        fn block_count(&self) -> usize {
+            self.0.block_count()
+        }
+        fn init(&self) -> Vec<f64> {
+            self.0.init()
+        }
+        fn workspace(&self) {}
+        fn metric(&self, s: &Vec<f64>, ws: &mut ()) -> f64 {
+            self.0.metric(s, ws)
+        }
+        fn step(&self, s: &mut Vec<f64>, ctx: IterCtx, ws: &mut ()) {
+            self.0.step(s, ctx, ws)
+        }
+        fn copy_block(&self, src: &Vec<f64>, dst: &mut Vec<f64>, b: usize) {
+            self.0.copy_block(src, dst, b)
+        }
+        fn block_distance(&self, a: &Vec<f64>, b: &Vec<f64>, blk: usize) -> f64 {
+            self.0.block_distance(a, b, blk)
+        }
+        fn block_params(&self, block: usize) -> usize {
+            self.1[block]
+        }
+    }
+
+    /// The blocks each of `checkpoints` successive checkpoints writes along
+    /// `traj` (each saved into a running copy, as a replay does).
+    fn writes<M: Model<State = Vec<f64>>>(
+        m: &M,
+        p: &CheckpointPolicy,
+        traj: &[Vec<f64>],
+        checkpoints: usize,
+    ) -> Vec<Vec<usize>> {
+        let mut sel = SelectorState::new(m);
+        let mut rng = stream(3, Purpose::CheckpointSelection, 0, 0);
+        let mut saved = traj[0].clone();
+        (1..=checkpoints)
+            .map(|k| {
+                let chosen = sel.select(m, p, &traj[k], &saved, &mut rng).to_vec();
+                for &b in &chosen {
+                    m.copy_block(&traj[k], &mut saved, b);
+                }
+                chosen
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parameter_budget_is_the_block_count_when_blocks_are_equal_and_r_n_is_whole() {
+        let m = Toy(16);
+        let traj = trajectory(&m, 12);
+        for selector in [Selector::Priority, Selector::Round, Selector::Random] {
+            let blocks = CheckpointPolicy {
+                interval: 8,
+                fraction: 0.125,
+                selector,
+                budget: WriteBudget::Blocks,
+            };
+            let params = CheckpointPolicy {
+                budget: WriteBudget::Parameters,
+                ..blocks
+            };
+            assert_eq!(
+                writes(&m, &blocks, &traj, 12),
+                writes(&m, &params, &traj, 12)
+            );
+        }
+        // r·n = 2.5: the half block is carried, 2 and 3 blocks alternate, so
+        // every C = 4 checkpoints (4 iterations at r = 1/4) write 10 blocks.
+        let m = Toy(10);
+        let p = CheckpointPolicy {
+            interval: 4,
+            fraction: 0.25,
+            selector: Selector::Round,
+            budget: WriteBudget::Parameters,
+        };
+        let counts: Vec<usize> = writes(&m, &p, &trajectory(&m, 8), 8)
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(counts, vec![2, 3, 2, 3, 2, 3, 2, 3]);
+        let b = CheckpointPolicy {
+            budget: WriteBudget::Blocks,
+            ..p
+        };
+        assert!(
+            writes(&m, &b, &trajectory(&m, 8), 8)
+                .iter()
+                .all(|w| w.len() == 3)
+        );
+    }
+
+    #[test]
+    fn parameter_budget_writes_a_full_checkpoints_parameters_per_interval() {
+        // One big block (like the CNN's fc1, 69% of the parameters) and small ones.
+        let sizes = vec![69, 5, 5, 5, 4, 4, 4, 2, 1, 1];
+        let total: usize = sizes.iter().sum();
+        let m = Sized(Toy(10), sizes.clone());
+        let traj = trajectory(&m.0, 64);
+        for selector in [Selector::Priority, Selector::Round, Selector::Random] {
+            let p = CheckpointPolicy {
+                interval: 8,
+                fraction: 0.125,
+                selector,
+                budget: WriteBudget::Parameters,
+            };
+            let w = writes(&m, &p, &traj, 64);
+            let mut written = 0;
+            for (i, chosen) in w.iter().enumerate() {
+                written += chosen.iter().map(|&b| sizes[b]).sum::<usize>();
+                // Never more than the credit earned so far.
+                assert!(
+                    written * 8 <= (i + 1) * total,
+                    "{selector:?} {i}: {written}"
+                );
+            }
+            // 64 checkpoints at r = 1/8 earn 8 full checkpoints; at most the
+            // largest block's worth is still unspent.
+            assert!(written + 69 >= 8 * total, "{selector:?}: {written}");
+            // Round and random write the big block too (it waits for credit
+            // and is not starved by the small ones); priority writes it only
+            // once its change per parameter ranks first, which in this toy
+            // (its parameters move least) takes longer than 64 checkpoints.
+            if selector != Selector::Priority {
+                assert!(w.iter().any(|c| c.contains(&0)), "{selector:?}");
+            }
+        }
+        // Counting blocks instead writes ⌈1.25⌉ = 2 blocks per checkpoint.
+        let b = CheckpointPolicy {
+            interval: 8,
+            fraction: 0.125,
+            selector: Selector::Priority,
+            budget: WriteBudget::Blocks,
+        };
+        let w = writes(&m, &b, &traj, 8);
+        assert!(w.iter().all(|c| c.len() == 2));
+        // Priority with the credit ranks by d²/size: the toy's block b moves
+        // by ∝ b + 1, so at the first checkpoint the scores are
+        // (b+1)²/size_b: 9 (100), 8 (81), 7 (32), 6 (12.25), 5 (9), 4 (6.25),
+        // 3 (3.2), 2 (1.8), 1 (0.8), 0 (1/69); blocks 9, 8, 7, 6 and 5 take 12
+        // of the 12.5 parameters earned and block 4 does not fit.
+        let p = CheckpointPolicy {
+            budget: WriteBudget::Parameters,
+            ..b
+        };
+        let w = writes(&m, &p, &traj, 8);
+        assert_eq!(w[0], vec![5, 6, 7, 8, 9]);
     }
 }

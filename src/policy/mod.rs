@@ -7,7 +7,7 @@ pub mod failure;
 pub mod placement;
 pub mod recovery;
 
-pub use checkpoint::{CheckpointPolicy, EventOrder, RunningCheckpoint, Selector};
+pub use checkpoint::{CheckpointPolicy, EventOrder, RunningCheckpoint, Selector, WriteBudget};
 pub use failure::{FailureTime, LossSpec};
 pub use placement::Placement;
 pub use recovery::{RecoveryOutcome, RecoveryPolicy};

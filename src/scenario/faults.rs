@@ -71,7 +71,7 @@ use crate::faults::failures::{FailureProcess, read_trace_rows};
 use crate::faults::{CheckpointCost, Replication, RestoreFrom, Strategy};
 use crate::model::ModelSpec;
 use crate::model::gradient::GradientSpec;
-use crate::policy::{CheckpointPolicy, RecoveryPolicy, Selector};
+use crate::policy::{CheckpointPolicy, RecoveryPolicy, Selector, WriteBudget};
 
 /// A validated `faults` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -390,6 +390,7 @@ struct RawSeries {
     recovery: Option<RecoveryPolicy>,
     checkpoint_interval: Option<usize>,
     checkpoint_fraction: Option<f64>,
+    checkpoint_budget: Option<WriteBudget>,
 }
 
 fn non_negative(
@@ -666,8 +667,9 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
         if r.recovery.is_some()
             || r.checkpoint_interval.is_some()
             || r.checkpoint_fraction.is_some()
+            || r.checkpoint_budget.is_some()
         {
-            return Err(at("series", "`recovery`, `checkpoint_interval` and `checkpoint_fraction` belong to [iterations] scenarios; [wallclock] series take a `strategy`".into()));
+            return Err(at("series", "`recovery`, `checkpoint_interval`, `checkpoint_fraction` and `checkpoint_budget` belong to [iterations] scenarios; [wallclock] series take a `strategy`".into()));
         }
         let Some(name) = &r.strategy else {
             return Err(at("series.strategy", "missing; expected one of: checkpoint-restart, scar, chain-replication, stateless-ps".into()));
@@ -1012,7 +1014,7 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             || x.damped_learning_rate.is_some()
             || x.fraction.is_some()
         {
-            return Err(at("series", "[iterations] series take name, recovery, checkpoint_interval, checkpoint_fraction and persist".into()));
+            return Err(at("series", "[iterations] series take name, recovery, checkpoint_interval, checkpoint_fraction, checkpoint_budget and persist".into()));
         }
         let interval = x.checkpoint_interval.unwrap_or(0);
         limits::iterations(src, &s, "series.checkpoint_interval", interval)?;
@@ -1033,6 +1035,7 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             interval,
             fraction,
             selector: Selector::Priority,
+            budget: x.checkpoint_budget.unwrap_or_default(),
         };
         if !policy.period_is_whole() {
             return Err(at(

@@ -29,8 +29,10 @@
 //!
 //! [checkpoint]
 //! interval = 8          # C
-//! fraction = 1.0        # r: save ⌈r·n⌉ blocks every r·C iterations
+//! fraction = 1.0        # r: a partial checkpoint every r·C iterations
 //! selector = "priority" # priority | round | random
+//! budget = "parameters" # or "blocks": each partial checkpoint writes r of the
+//!                       # parameters, credit carried (SCAR §4.2, default), or ⌈r·n⌉ blocks
 //! event_order = "failure-first" # or "checkpoint-first": a failure at an iteration
 //!                               # with a checkpoint due destroys it (default) or follows it
 //!
@@ -57,7 +59,7 @@ use crate::engine::Convergence;
 pub const MAX_PS_NODES: usize = 1_000_000;
 use crate::model::ModelSpec;
 use crate::policy::{
-    CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector,
+    CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector, WriteBudget,
 };
 
 /// Whether the trials of a scenario share one minibatch order.
@@ -357,6 +359,8 @@ struct RawCheckpoint {
     selector: Selector,
     #[serde(default)]
     event_order: EventOrder,
+    #[serde(default)]
+    budget: WriteBudget,
 }
 
 fn one() -> Spanned<f64> {
@@ -374,6 +378,7 @@ struct RawSeries {
     selector: Option<Selector>,
     event_order: Option<EventOrder>,
     checkpoint_fraction: Option<f64>,
+    checkpoint_budget: Option<WriteBudget>,
     checkpoint_interval: Option<usize>,
     #[serde(default)]
     reference: bool,
@@ -496,6 +501,7 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         )?,
         fraction: *raw.checkpoint.fraction.get_ref(),
         selector: raw.checkpoint.selector,
+        budget: raw.checkpoint.budget,
     };
     let base = PointConfig {
         failure_time,
@@ -555,6 +561,9 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         }
         if let Some(f) = rs.checkpoint_fraction {
             cfg.checkpoint.fraction = f;
+        }
+        if let Some(b) = rs.checkpoint_budget {
+            cfg.checkpoint.budget = b;
         }
         if let Some(c) = rs.checkpoint_interval {
             cfg.checkpoint.interval =

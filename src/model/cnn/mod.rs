@@ -513,6 +513,10 @@ impl Model for Cnn {
         dst.steps[block] = src.steps[block];
     }
 
+    fn block_params(&self, block: usize) -> usize {
+        self.blocks[block].range.len()
+    }
+
     fn block_distance(&self, a: &CnnState, b: &CnnState, block: usize) -> f64 {
         let r = self.blocks[block].range.clone();
         a.w[r.clone()]

@@ -582,6 +582,12 @@ impl Model for Lda {
         dst.doc_topic[row.clone()].copy_from_slice(&src.doc_topic[row]);
     }
 
+    /// A document's parameters are its tokens' topic assignments (its K
+    /// doc-topic counts are derived from them).
+    fn block_params(&self, block: usize) -> usize {
+        self.corpus.offsets[block + 1] - self.corpus.offsets[block]
+    }
+
     fn block_distance(&self, a: &LdaState, b: &LdaState, block: usize) -> f64 {
         let k = self.topics;
         let row = block * k..(block + 1) * k;
@@ -844,6 +850,7 @@ mod tests {
             interval: 4,
             fraction: 0.5,
             selector: crate::policy::Selector::Priority,
+            budget: crate::policy::WriteBudget::Blocks,
         };
         let mut rng = stream(0, Purpose::CheckpointSelection, 0, 0);
         let ckpt = RunningCheckpoint::replay(&m, &traj, &policy, 6, &mut rng);
