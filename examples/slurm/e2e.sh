@@ -48,8 +48,8 @@ if [ ${#need[@]} -gt 0 ]; then
         { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${need[@]}" >/dev/null; } ||
         die "apt-get install ${need[*]} failed"
 fi
-# `-V` works on every version and proves the binaries run.
-SLURM_VERSION=$(sinfo -V)
+# The version (and proof that the binaries run).
+SLURM_VERSION=$(slurmctld -V)
 say "using $SLURM_VERSION, $("$SCARSIM" --version)"
 
 # --- temporary cluster -----------------------------------------------------
@@ -98,7 +98,7 @@ wait_for() {
     local end=$((SECONDS + limit))
     until "$@" >/dev/null 2>&1; do
         [ $SECONDS -lt $end ] || return 1
-        sleep 0.5
+        sleep 0.2
     done
 }
 alive() { kill -0 "$1" 2>/dev/null; }
@@ -260,7 +260,7 @@ say "1: 4 shards on Slurm merged into summary.csv and trials.csv byte-identical 
 
 # --- 2. cancel a running task, resubmit it: it resumes ----------------------
 step=$SECONDS
-export EXTRA="--synthetic --scale 0.05 --trials 24" OUT=$W/shards2 FINAL=$W/merged2
+export EXTRA="--synthetic --scale 0.05 --trials 80" OUT=$W/shards2 FINAL=$W/merged2
 arr=$(submit --array=0-3 --output="$T/log/job-%A_%a.out" "$HERE/scarsim-array.sbatch")
 journal=$OUT/$SCENARIO_NAME.shard-1-of-4/units.jsonl
 # Units done: journal lines after the header.
@@ -269,8 +269,15 @@ running_with_units() {
     [ "$(states "${arr}_1")" = RUNNING ] && [ "$(done_units)" -ge 1 ] &&
         [ ! -f "$OUT/$SCENARIO_NAME.shard-1-of-4/shard.json" ]
 }
-wait_for 120 running_with_units ||
-    die "task ${arr}_1 never ran with a partial journal (state $(states "${arr}_1"), $(done_units) units)"
+end=$((SECONDS + 120))
+until running_with_units; do
+    case $(states "${arr}_1") in
+    PENDING | RUNNING | CONFIGURING) ;;
+    *) die "task ${arr}_1 ended ($(states "${arr}_1"), $(done_units) units) before it could be cancelled mid-run" ;;
+    esac
+    [ $SECONDS -lt $end ] || die "task ${arr}_1 did not start a journal within 120 s"
+    sleep 0.2
+done
 scancel "${arr}_1"
 wait_for 30 bash -c "scontrol -o show job ${arr}_1 | grep -q JobState=CANCELLED" ||
     die "task ${arr}_1 was not cancelled"
