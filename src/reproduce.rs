@@ -335,7 +335,7 @@ fn resolve(
     opts: &ReproduceOptions,
     scale: f64,
     log: &(dyn Fn(&str) + Sync),
-) -> Result<Resolved, Entry> {
+) -> Result<Resolved, Box<Entry>> {
     let failed = |paper, choice, e: anyhow::Error| Entry {
         name: name.to_string(),
         paper,
@@ -347,7 +347,7 @@ fn resolve(
         Ok(x) => x,
         Err(e) => {
             log(&format!("{name}: invalid: {e:#}"));
-            return Err(failed(None, None, e));
+            return Err(Box::new(failed(None, None, e)));
         }
     };
     let paper = sc.meta().paper.clone();
@@ -355,7 +355,7 @@ fn resolve(
         .override_trials_and_seed(opts.trials(), None)
         .and_then(|()| experiment::budget::check(&sc).map(|_| ()))
     {
-        return Err(failed(paper, None, e));
+        return Err(Box::new(failed(paper, None, e)));
     }
     let datasets = datasets_of(&sc);
     let choice = if datasets.is_empty() {
@@ -442,7 +442,7 @@ fn run_one(
         run_opts,
     } = match resolve(name, opts, scale, log) {
         Ok(r) => r,
-        Err(entry) => return entry,
+        Err(entry) => return *entry,
     };
     let units = experiment::unit_count(&sc) as u64;
     if opts.resume {
@@ -534,7 +534,7 @@ fn gather_one(
         ..
     } = match resolve(name, opts, scale, log) {
         Ok(r) => r,
-        Err(entry) => return entry,
+        Err(entry) => return *entry,
     };
     let merged = (|| {
         let dirs = shard_dirs(name, &opts.merge)?;
