@@ -174,6 +174,22 @@ pub struct ReproduceArgs {
     /// No progress bars or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Only this bundled scenario (repeatable; default: every one).
+    #[arg(long = "only", value_name = "SCENARIO")]
+    pub only: Vec<String>,
+    /// Run only shard INDEX of COUNT (0-based) of every scenario's units,
+    /// balanced by expected cost within each scenario, into
+    /// <OUT>/<scenario>.shard-<i>-of-<n>/ (no figures, no report); gather
+    /// the shards with `reproduce --merge`. INDEX may be `env`: read from
+    /// SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "INDEX/COUNT", conflicts_with = "merge")]
+    pub shard: Option<String>,
+    /// Gather the shards of `reproduce --shard` found in these folders
+    /// (their --out) instead of running: merge every scenario's shards into
+    /// <OUT>/<scenario>/, then draw every figure and write REPORT.md as an
+    /// unsharded reproduce does. Give the same options as the shards had.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "resume")]
+    pub merge: Vec<PathBuf>,
 }
 
 /// Options of `scarsim bench`.

@@ -10,9 +10,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::cli::{BenchArgs, Cli, Command, DataArgs, PlotArgs, ReproduceArgs, RunArgs};
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
-use crate::experiment::execute::{self, Executed, Execution, JOURNAL, SHARD_FILE, ShardManifest};
-use crate::experiment::units::{self, CANCEL, Journal, Records, Shard};
-use crate::experiment::{self, RawResult, RunFacts, RunOptions, budget};
+use crate::experiment::execute::{self, Executed, Execution};
+use crate::experiment::units::{self, CANCEL, Shard};
+use crate::experiment::{self, RunOptions, budget};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, figures};
 use crate::reproduce::{self, ReproduceOptions};
@@ -211,6 +211,7 @@ fn plot(args: PlotArgs) -> Result<()> {
 
 fn reproduce(args: ReproduceArgs) -> Result<()> {
     let threads = budget::check_threads(args.threads)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let opts = ReproduceOptions {
         quick: args.quick,
         data_dir: args.data_dir,
@@ -220,6 +221,9 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         scale: args.scale,
         threads,
         resume: args.resume,
+        only: args.only,
+        shard,
+        merge: args.merge,
     };
     let quiet = args.quiet;
     let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
@@ -230,273 +234,51 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
     };
     install_ctrl_c();
     let done = reproduce::reproduce(&opts, &bar, &log)?;
-    println!(
-        "{} ({} figure files, {:.1} s)",
-        done.report.display(),
-        done.figures.len(),
-        done.wall_time_seconds
-    );
+    match &done.report {
+        Some(report) => println!(
+            "{} ({} figure files, {:.1} s)",
+            report.display(),
+            done.figures.len(),
+            done.wall_time_seconds
+        ),
+        None => {
+            for dir in &done.shards {
+                println!("{}", dir.display());
+            }
+        }
+    }
     if !done.failed.is_empty() {
         bail!(
-            "{} of the bundled scenarios failed ({}); see {}",
+            "{} of the bundled scenarios failed ({}){}",
             done.failed.len(),
             done.failed
                 .iter()
                 .map(|(n, _)| n.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            done.report.display()
+            match &done.report {
+                Some(r) => format!("; see {}", r.display()),
+                None => format!(
+                    ": {}",
+                    done.failed
+                        .iter()
+                        .map(|(n, e)| format!("{n}: {e}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            }
         );
     }
     Ok(())
 }
 
-/// Reads one shard folder: its `shard.json` (every field checked) and its
-/// journal (which must still have the bytes `shard.json` recorded).
-fn read_shard(dir: &std::path::Path) -> Result<(ShardManifest, Records)> {
-    use crate::report::manifest::{fnv64, read_in};
-    let path = dir.join(SHARD_FILE);
-    let text = read_in(dir, SHARD_FILE).with_context(|| {
-        format!(
-            "is {} a finished shard folder (`run --shard`)?",
-            dir.display()
-        )
-    })?;
-    let m: ShardManifest = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is not a shard description", path.display()))?;
-    let bad = |what: String| anyhow::anyhow!("{}: {what}; re-run that shard", path.display());
-    if m.program != env!("CARGO_PKG_VERSION") {
-        return Err(bad(format!(
-            "written by scarsim {}, this is {}",
-            m.program,
-            env!("CARGO_PKG_VERSION")
-        )));
-    }
-    crate::report::outdir::check_name(&m.scenario, "scenario name")
-        .map_err(|e| bad(format!("`scenario`: {e}")))?;
-    if m.shard.count == 0 || m.shard.index >= m.shard.count {
-        return Err(bad(format!(
-            "shard {}/{}: the index must be below the count",
-            m.shard.index, m.shard.count
-        )));
-    }
-    if m.shard.count > m.units_total.max(1) {
-        return Err(bad(format!(
-            "{} shards of {} units",
-            m.shard.count, m.units_total
-        )));
-    }
-    if m.units.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(bad("`units` must be increasing unit numbers".into()));
-    }
-    if let Some(&u) = m.units.iter().find(|&&u| u >= m.units_total) {
-        return Err(bad(format!(
-            "unit {u} is beyond the {} units of the scenario",
-            m.units_total
-        )));
-    }
-    if m.trials == 0 || !(m.scale > 0.0 && m.scale <= 10.0) || m.threads == 0 {
-        return Err(bad(format!(
-            "trials = {}, scale = {}, threads = {}: out of range",
-            m.trials, m.scale, m.threads
-        )));
-    }
-    if !(m.wall_time_seconds.is_finite() && m.wall_time_seconds >= 0.0) {
-        return Err(bad(format!("wall time {} s", m.wall_time_seconds)));
-    }
-    if m.source.len() > 4096 || m.source.chars().any(char::is_control) {
-        return Err(bad("`source` is not a file name or bundled name".into()));
-    }
-    let journal = read_in(dir, JOURNAL)?;
-    if fnv64(&journal) != m.journal_checksum {
-        bail!(
-            "{}: the journal does not match shard.json (changed since the shard finished); re-run that shard",
-            dir.display()
-        );
-    }
-    let (header, records, dropped) = Journal::read(&dir.join(JOURNAL), false)?;
-    if dropped > 0 || header.fingerprint != m.fingerprint || header.shard != Some(m.shard) {
-        bail!(
-            "{}: the journal does not match shard.json; re-run that shard",
-            dir.display()
-        );
-    }
-    Ok((m, records))
-}
-
 fn merge(dirs: &[std::path::PathBuf], out: &std::path::Path) -> Result<()> {
-    let started = Instant::now();
-    let mut shards: Vec<(std::path::PathBuf, ShardManifest, Records)> = Vec::new();
-    for dir in dirs {
-        let (m, records) = read_shard(dir)?;
-        shards.push((dir.clone(), m, records));
-    }
-    let (first_dir, first, _) = &shards[0];
-    for (dir, m, _) in &shards[1..] {
-        let what = if m.scenario != first.scenario {
-            Some(format!("scenario `{}` vs `{}`", m.scenario, first.scenario))
-        } else if m.program != first.program {
-            Some(format!(
-                "program version {} vs {}",
-                m.program, first.program
-            ))
-        } else if m.seed != first.seed {
-            Some(format!("seed {} vs {}", m.seed, first.seed))
-        } else if m.shard.count != first.shard.count {
-            Some(format!("{} shards vs {}", m.shard.count, first.shard.count))
-        } else if m.fingerprint != first.fingerprint {
-            Some("the resolved scenario or data options".to_string())
-        } else if m.context != first.context {
-            Some("their unperturbed runs or data".to_string())
-        } else if m.units_total != first.units_total
-            || m.scenario_toml != first.scenario_toml
-            || m.trials != first.trials
-            || m.synthetic != first.synthetic
-            || m.scale != first.scale
-        {
-            Some("their scenario text, trials or data options".to_string())
-        } else {
-            None
-        };
-        if let Some(what) = what {
-            bail!(
-                "cannot merge {} with {}: they differ in {what}; every shard must come from the same scenario, \
-                 seed, options and program version",
-                dir.display(),
-                first_dir.display()
-            );
-        }
-    }
-    // Rebuild the scenario exactly as the shards ran it, and check that the
-    // shards describe it: its name, unit count and fingerprint.
-    let mut sc = scenario::parse(&first.scenario_toml, &first.source)?;
-    sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
-    let footprint = budget::check(&sc)?;
-    if sc.meta().name != first.scenario {
-        bail!(
-            "{}: shard.json names scenario `{}` but its scenario text is `{}`; re-run the shards",
-            first_dir.display(),
-            first.scenario,
-            sc.meta().name
-        );
-    }
-    if footprint.units != first.units_total {
-        bail!(
-            "{}: shard.json counts {} units but the scenario has {}; re-run the shards",
-            first_dir.display(),
-            first.units_total,
-            footprint.units
-        );
-    }
-    let data = DataOptions {
-        synthetic: first.synthetic,
-        synthetic_scale: first.scale,
-        ..DataOptions::default()
-    };
-    if experiment::fingerprint(&sc, &data)? != first.fingerprint {
-        bail!(
-            "the shards were written by a different scenario definition or program version; re-run them"
-        );
-    }
-    let names = experiment::unit_names(&sc);
-    let mut seen_shard = vec![None; first.shard.count];
-    let mut owner: Vec<Option<usize>> = vec![None; names.len()];
-    let mut records = Records::new();
-    for (i, (dir, m, recs)) in shards.iter().enumerate() {
-        if let Some(j) = seen_shard[m.shard.index].replace(i) {
-            bail!(
-                "shard {}/{} is given twice: {} and {}",
-                m.shard.index,
-                m.shard.count,
-                shards[j].0.display(),
-                dir.display()
-            );
-        }
-        for &u in &m.units {
-            if u >= names.len() {
-                bail!(
-                    "{}: unit {u} does not exist in scenario `{}`",
-                    dir.display(),
-                    m.scenario
-                );
-            }
-            if let Some(j) = owner[u].replace(i) {
-                bail!(
-                    "unit {} is in two shards: {} and {}",
-                    names[u],
-                    shards[j].0.display(),
-                    dir.display()
-                );
-            }
-            let r = recs.get(&u).with_context(|| {
-                format!(
-                    "{}: no result for unit {}; re-run that shard",
-                    dir.display(),
-                    names[u]
-                )
-            })?;
-            records.insert(u, r.clone());
-        }
-    }
-    let missing_shards: Vec<String> = seen_shard
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| format!("{i}/{}", first.shard.count))
-        .collect();
-    if !missing_shards.is_empty() {
-        bail!(
-            "missing shard(s) {}; give every shard folder",
-            missing_shards.join(", ")
-        );
-    }
-    let missing: Vec<&str> = (0..names.len())
-        .filter(|u| owner[*u].is_none())
-        .map(|u| names[u].as_str())
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "{} unit(s) are in no shard, e.g. {}",
-            missing.len(),
-            missing
-                .iter()
-                .take(5)
-                .copied()
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    let raw = RawResult {
-        context: first.context.clone(),
-        records,
-    };
-    let outcome = experiment::tables(&sc, &raw)?;
-    let origin = scenario::Origin {
-        label: first.source.clone(),
-        path: None,
-    };
-    let facts = RunFacts {
-        origin: &origin,
-        text: &first.scenario_toml,
-        threads: first.threads,
-        seconds: shards.iter().map(|s| s.1.wall_time_seconds).sum::<f64>()
-            + started.elapsed().as_secs_f64(),
-        cpu_seconds: None,
-        units_computed: names.len(),
-        fingerprint: &first.fingerprint,
-        extra: serde_json::json!({
-            "merged_shards": shards.iter().map(|s| s.0.display().to_string()).collect::<Vec<_>>(),
-            "shard_wall_time_seconds": shards.iter().map(|s| s.1.wall_time_seconds).collect::<Vec<_>>(),
-        }),
-    };
-    let mut created = crate::report::outdir::Created::new();
-    let dir = crate::report::outdir::ensure_dir(out, &sc.meta().name, &mut created)?;
-    experiment::write_outcome(&dir, &sc, &outcome, &facts)?;
+    let merged = execute::merge_shards(dirs, out, None)?;
     eprintln!(
         "{}: merged {} shards -> {}",
-        sc.meta().name,
-        shards.len(),
-        dir.display()
+        merged.scenario,
+        merged.shards,
+        merged.dir.display()
     );
     Ok(())
 }

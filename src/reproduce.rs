@@ -18,9 +18,40 @@ use indicatif::ProgressBar;
 
 use crate::data::{DataCache, DataOptions, DatasetName, presence};
 use crate::engine::ForkMode;
+use crate::experiment::execute::{self, Execution};
+use crate::experiment::units::Shard;
 use crate::experiment::{self, RunOptions};
 use crate::report::figures::{self, Claim, Picture, Results, paper};
 use crate::scenario::{self, Scenario, bundled};
+
+/// The shard of a scenario that task `task` of a `reproduce --shard` run
+/// executes: every scenario's units are split into `min(count, units)`
+/// shards balanced by expected cost (the scenario kinds' costs are relative
+/// within a scenario, not comparable across scenarios), and the tasks are
+/// rotated by the scenario's position so that the heaviest shard of each
+/// scenario (shard 0 of the balancing) falls on a different task. `None`:
+/// this task has no share of the scenario (it has fewer units than tasks).
+pub fn shard_of(task: Shard, position: usize, units: usize) -> Option<Shard> {
+    let count = task.count.clamp(1, units.max(1));
+    let index = (task.index + position) % task.count.max(1);
+    (index < count).then_some(Shard { index, count })
+}
+
+/// The bundled scenarios `--only` selects (every one when it is empty), in
+/// the bundled order; an unknown or repeated name is an error.
+pub fn selected_names(only: &[String]) -> Result<Vec<&'static str>> {
+    for (i, n) in only.iter().enumerate() {
+        if !bundled::names().any(|b| b == n) {
+            bail!("--only {n}: no bundled scenario has that name (`scarsim list` shows them)");
+        }
+        if only[..i].contains(n) {
+            bail!("--only {n} is given twice");
+        }
+    }
+    Ok(bundled::names()
+        .filter(|b| only.is_empty() || only.iter().any(|n| n == b))
+        .collect())
+}
 
 /// Trials per point with `--quick`.
 pub const QUICK_TRIALS: usize = 10;
@@ -50,6 +81,14 @@ pub struct ReproduceOptions {
     /// same inputs (manifest fingerprint); finish interrupted ones from their
     /// journal; run the rest.
     pub resume: bool,
+    /// Only these bundled scenarios (empty: every one).
+    pub only: Vec<String>,
+    /// Run only this shard of every scenario's units (see [`shard_of`]) and
+    /// write shard folders instead of results, figures and a report.
+    pub shard: Option<Shard>,
+    /// Gather the shards of an earlier `--shard` run found in these folders
+    /// instead of running the scenarios.
+    pub merge: Vec<PathBuf>,
 }
 
 impl ReproduceOptions {
@@ -83,6 +122,9 @@ impl ReproduceOptions {
         }
         if self.resume {
             s.push_str(" --resume");
+        }
+        for name in &self.only {
+            write!(s, " --only {name}").expect("write to String");
         }
         write!(
             s,
@@ -176,8 +218,10 @@ impl Entry {
 
 /// What `reproduce` did.
 pub struct Reproduction {
-    /// Path of `REPORT.md`.
-    pub report: PathBuf,
+    /// Path of `REPORT.md` (none for a `--shard` run).
+    pub report: Option<PathBuf>,
+    /// The shard folders a `--shard` run wrote.
+    pub shards: Vec<PathBuf>,
     /// Figure files written (per scenario and grids).
     pub figures: Vec<PathBuf>,
     /// Scenarios that failed, with their errors.
@@ -193,7 +237,7 @@ pub struct Reproduction {
 pub fn reproduce(
     opts: &ReproduceOptions,
     progress: &dyn Fn(&str, u64) -> ProgressBar,
-    log: &dyn Fn(&str),
+    log: &(dyn Fn(&str) + Sync),
 ) -> Result<Reproduction> {
     experiment::budget::check_threads(Some(opts.threads))?;
     let scale = opts.scale();
@@ -218,10 +262,18 @@ pub fn reproduce(
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start {} worker threads: {e}", opts.threads))?;
     let cache = DataCache::new();
+    let names = selected_names(&opts.only)?;
+    if let Some(task) = opts.shard {
+        return run_shard(task, &names, opts, scale, &pool, &cache, progress, log);
+    }
     let mut entries = Vec::new();
     let mut figure_files = Vec::new();
-    for name in bundled::names() {
-        let mut entry = run_one(name, opts, scale, &pool, &cache, progress, log);
+    for name in names {
+        let mut entry = if opts.merge.is_empty() {
+            run_one(name, opts, scale, &pool, &cache, progress, log)
+        } else {
+            gather_one(name, opts, scale, log)
+        };
         if let Ok(r) = &entry.results {
             match figures::draw_loaded(r) {
                 Ok(files) => figure_files.extend(files),
@@ -254,7 +306,8 @@ pub fn reproduce(
     let report = crate::report::outdir::file(&opts.out_dir, REPORT_FILE)?;
     crate::report::outdir::write_file(&report, text.as_bytes())?;
     Ok(Reproduction {
-        report,
+        report: Some(report),
+        shards: Vec::new(),
         figures: figure_files,
         failed: entries
             .iter()
@@ -264,15 +317,25 @@ pub fn reproduce(
     })
 }
 
-fn run_one(
+/// A bundled scenario loaded and resolved for this reproduction.
+struct Resolved {
+    sc: Scenario,
+    origin: scenario::Origin,
+    text: String,
+    paper: Option<String>,
+    choice: DataChoice,
+    run_opts: RunOptions,
+}
+
+/// Loads bundled scenario `name` with the reproduction's trials and picks
+/// its data (real where present, else the stand-in); or the entry that
+/// reports why it cannot run.
+fn resolve(
     name: &str,
     opts: &ReproduceOptions,
     scale: f64,
-    pool: &rayon::ThreadPool,
-    cache: &DataCache,
-    progress: &dyn Fn(&str, u64) -> ProgressBar,
-    log: &dyn Fn(&str),
-) -> Entry {
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Resolved, Box<Entry>> {
     let failed = |paper, choice, e: anyhow::Error| Entry {
         name: name.to_string(),
         paper,
@@ -284,7 +347,7 @@ fn run_one(
         Ok(x) => x,
         Err(e) => {
             log(&format!("{name}: invalid: {e:#}"));
-            return failed(None, None, e);
+            return Err(Box::new(failed(None, None, e)));
         }
     };
     let paper = sc.meta().paper.clone();
@@ -292,7 +355,7 @@ fn run_one(
         .override_trials_and_seed(opts.trials(), None)
         .and_then(|()| experiment::budget::check(&sc).map(|_| ()))
     {
-        return failed(paper, None, e);
+        return Err(Box::new(failed(paper, None, e)));
     }
     let datasets = datasets_of(&sc);
     let choice = if datasets.is_empty() {
@@ -335,6 +398,51 @@ fn run_one(
         fork_mode: ForkMode::Fork,
         certify_metric: true,
         share_identical_trials: true,
+    };
+    Ok(Resolved {
+        sc,
+        origin,
+        text,
+        paper,
+        choice,
+        run_opts,
+    })
+}
+
+fn failed_entry(
+    name: &str,
+    paper: Option<String>,
+    choice: Option<DataChoice>,
+    e: &anyhow::Error,
+) -> Entry {
+    Entry {
+        name: name.to_string(),
+        paper,
+        choice,
+        results: Err(format!("{e:#}")),
+        figure_error: None,
+    }
+}
+
+fn run_one(
+    name: &str,
+    opts: &ReproduceOptions,
+    scale: f64,
+    pool: &rayon::ThreadPool,
+    cache: &DataCache,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    log: &(dyn Fn(&str) + Sync),
+) -> Entry {
+    let Resolved {
+        sc,
+        origin,
+        text,
+        paper,
+        choice,
+        run_opts,
+    } = match resolve(name, opts, scale, log) {
+        Ok(r) => r,
+        Err(entry) => return *entry,
     };
     let units = experiment::unit_count(&sc) as u64;
     if opts.resume {
@@ -379,9 +487,163 @@ fn run_one(
         }
         Err(e) => {
             log(&format!("{name}: failed: {e:#}"));
-            failed(paper, Some(choice), e)
+            failed_entry(name, paper, Some(choice), &e)
         }
     }
+}
+
+/// The shard folders of scenario `name` in `dirs`: every
+/// `<dir>/<name>.shard-<i>-of-<n>` (sorted).
+fn shard_dirs(name: &str, dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let prefix = format!("{name}.shard-");
+    let mut found = Vec::new();
+    for dir in dirs {
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("--merge {}: cannot read the folder", dir.display()))?;
+        for e in entries {
+            let e = e.with_context(|| format!("--merge {}", dir.display()))?;
+            let file = e.file_name();
+            let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let shard = rest
+                .split_once("-of-")
+                .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)));
+            if shard.is_some() && e.path().is_dir() {
+                found.push(e.path());
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// `reproduce --merge`: scenario `name`'s results from the shards of a
+/// `reproduce --shard` run, merged into its results folder under `--out`.
+fn gather_one(
+    name: &str,
+    opts: &ReproduceOptions,
+    scale: f64,
+    log: &(dyn Fn(&str) + Sync),
+) -> Entry {
+    let Resolved {
+        sc,
+        paper,
+        choice,
+        run_opts,
+        ..
+    } = match resolve(name, opts, scale, log) {
+        Ok(r) => r,
+        Err(entry) => return *entry,
+    };
+    let merged = (|| {
+        let dirs = shard_dirs(name, &opts.merge)?;
+        if dirs.is_empty() {
+            bail!(
+                "no shard folders `{name}.shard-<i>-of-<n>` in {}; did every `reproduce --shard` task finish?",
+                opts.merge
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let want = experiment::fingerprint(&sc, &run_opts.data)?;
+        let m = execute::merge_shards(&dirs, &opts.out_dir, Some(&want))?;
+        log(&format!(
+            "{name}: merged {} shards -> {}",
+            m.shards,
+            m.dir.display()
+        ));
+        Results::load(&m.dir)
+    })();
+    match merged {
+        Ok(r) => Entry {
+            name: name.to_string(),
+            paper,
+            choice: Some(choice),
+            results: Ok(r),
+            figure_error: None,
+        },
+        Err(e) => {
+            log(&format!("{name}: failed: {e:#}"));
+            failed_entry(name, paper, Some(choice), &e)
+        }
+    }
+}
+
+/// `reproduce --shard`: this task's shard of every selected scenario (see
+/// [`shard_of`]), each into `<out>/<scenario>.shard-<i>-of-<n>/`. Every
+/// scenario is attempted; the first failure is returned at the end.
+#[allow(clippy::too_many_arguments)]
+fn run_shard(
+    task: Shard,
+    names: &[&str],
+    opts: &ReproduceOptions,
+    scale: f64,
+    pool: &rayon::ThreadPool,
+    cache: &DataCache,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Reproduction> {
+    let started = Instant::now();
+    let mut shards = Vec::new();
+    let mut failed = Vec::new();
+    for (position, name) in names.iter().enumerate() {
+        let r = match resolve(name, opts, scale, log) {
+            Ok(r) => r,
+            Err(entry) => {
+                failed.push((name.to_string(), entry.error().unwrap_or_default()));
+                continue;
+            }
+        };
+        let units = experiment::unit_count(&r.sc);
+        let Some(shard) = shard_of(task, position, units) else {
+            log(&format!(
+                "{name}: nothing for task {}/{} ({units} units)",
+                task.index, task.count
+            ));
+            continue;
+        };
+        let bar = progress(name, units as u64);
+        let exec = Execution {
+            shard: Some(shard),
+            resume: opts.resume,
+            cancel: &crate::experiment::units::CANCEL,
+            log: &|line| log(&format!("{name}: {line}")),
+        };
+        let done = pool.install(|| {
+            execute::execute(&r.sc, &r.origin, &r.text, &r.run_opts, cache, &bar, &exec)
+        });
+        bar.finish_and_clear();
+        match done {
+            Ok(execute::Executed::Shard {
+                dir,
+                units,
+                seconds,
+            }) => {
+                log(&format!(
+                    "{name}: shard {}/{}: {units} units in {seconds:.1} s -> {}",
+                    shard.index,
+                    shard.count,
+                    dir.display()
+                ));
+                shards.push(dir);
+            }
+            Ok(execute::Executed::Results { dir, .. }) => shards.push(dir),
+            Err(e) => {
+                log(&format!("{name}: failed: {e:#}"));
+                failed.push((name.to_string(), format!("{e:#}")));
+            }
+        }
+    }
+    Ok(Reproduction {
+        report: None,
+        shards,
+        figures: Vec::new(),
+        failed,
+        wall_time_seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The finished results of `sc` in its folder under `run_opts.out_dir`, if
@@ -670,6 +932,9 @@ mod tests {
             scale: None,
             threads: 1,
             resume: false,
+            only: Vec::new(),
+            shard: None,
+            merge: Vec::new(),
         };
         assert_eq!(o.trials(), Some(QUICK_TRIALS));
         assert_eq!(o.scale(), QUICK_SCALE);

@@ -271,3 +271,145 @@ fn plan_reports_units_time_and_memory() {
     );
     assert!(!dir.join("results").exists(), "a plan writes nothing");
 }
+
+/// Every CSV file under `dir`, relative to it, sorted.
+fn csv_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else if p.extension().is_some_and(|x| x == "csv") {
+                out.push(p.strip_prefix(base).unwrap().to_path_buf());
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, dir, &mut v);
+    v.sort();
+    v
+}
+
+/// REPORT.md with every time (`12.3 s`) replaced by `T s`.
+fn report_without_times(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let unit_next = words.get(i + 1).is_some_and(|n| {
+            n.strip_prefix('s')
+                .is_some_and(|r| !r.starts_with(char::is_alphanumeric))
+        });
+        let time = w.contains('.') && w.parse::<f64>().is_ok() && unit_next;
+        out.push(if time { "T" } else { w });
+    }
+    out.join(" ")
+}
+
+/// `reproduce --shard i/3` three times, then `reproduce --merge`: every
+/// scenario's CSV files are the bytes of one unsharded `reproduce`, and
+/// REPORT.md is the same apart from wall and CPU times. One scenario
+/// (scar-bound-qp-rho, 2 units) has fewer units than tasks, so one task has
+/// no share of it.
+#[test]
+fn sharded_reproduce_merges_into_the_bytes_of_one_reproduce() {
+    let dir = tmpdir("reproduce-shards");
+    let common = [
+        "reproduce",
+        "--quick",
+        "--trials",
+        "2",
+        "--scale",
+        "0.02",
+        "--synthetic",
+        "--threads",
+        "1",
+        "--quiet",
+        "--only",
+        "daly-interval",
+        "--only",
+        "scar-priority-mlr-covtype",
+        "--only",
+        "scar-precision-qp",
+        "--only",
+        "scar-bound-qp-rho",
+        "--data-dir",
+        "none",
+    ];
+    std::fs::create_dir_all(dir.join("whole")).unwrap();
+    std::fs::create_dir_all(dir.join("sharded")).unwrap();
+    run_ok(
+        &dir.join("whole"),
+        &[&common[..], &["--out", "rep"]].concat(),
+    );
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        run_ok(
+            &dir.join("sharded"),
+            &[&common[..], &["--out", "parts", "--shard", &shard]].concat(),
+        );
+    }
+    assert!(
+        !dir.join("sharded/parts/REPORT.md").exists(),
+        "a shard writes no report"
+    );
+    run_ok(
+        &dir.join("sharded"),
+        &[&common[..], &["--out", "rep", "--merge", "parts"]].concat(),
+    );
+    let (a, b) = (dir.join("whole/rep"), dir.join("sharded/rep"));
+    let files = csv_files(&a);
+    assert!(files.len() >= 6, "{files:?}");
+    assert_eq!(files, csv_files(&b));
+    for f in &files {
+        assert!(
+            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+            "{} differs between the sharded and the unsharded reproduce",
+            f.display()
+        );
+    }
+    assert_eq!(
+        report_without_times(&a.join("REPORT.md")),
+        report_without_times(&b.join("REPORT.md"))
+    );
+    // A missing shard fails that scenario, by name.
+    let gone = std::fs::read_dir(dir.join("sharded/parts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.to_string_lossy()
+                .contains("scar-priority-mlr-covtype.shard-1-of-3")
+        })
+        .expect("shard 1 of the recovery scenario");
+    std::fs::remove_dir_all(&gone).unwrap();
+    let o = scarsim(
+        &dir.join("sharded"),
+        &[&common[..], &["--out", "rep2", "--merge", "parts"]].concat(),
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("scar-priority-mlr-covtype"),
+        "{}",
+        stderr(&o)
+    );
+    let report = std::fs::read_to_string(dir.join("sharded/rep2/REPORT.md")).unwrap();
+    assert!(report.contains("missing shard(s) 1/3"), "{report}");
+    // Options other than the shards' are refused.
+    let o = scarsim(
+        &dir.join("sharded"),
+        &[
+            &["reproduce", "--quick", "--trials", "3", "--scale", "0.02"][..],
+            &[
+                "--synthetic",
+                "--only",
+                "daly-interval",
+                "--data-dir",
+                "none",
+            ],
+            &["--out", "rep3", "--merge", "parts"],
+        ]
+        .concat(),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("other inputs"), "{}", stderr(&o));
+}
