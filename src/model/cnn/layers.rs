@@ -242,6 +242,12 @@ pub fn conv1_pool<T: Scalar, V: Vector<T>>(
     arg1: &mut [Codes],
 ) {
     const C: usize = CONV1_CHANNELS;
+    const TAPS: usize = KERNEL * KERNEL;
+    // Fixed-size views: every index below is provably in range, so the
+    // inner loops carry no bounds checks.
+    let xs: &[T; 2 * PLANE] = xs[..2 * PLANE].try_into().expect("a column split");
+    let w: &[T; C * TAPS] = w[..C * TAPS].try_into().expect("conv1 weights");
+    let b: &[T; C] = b[..C].try_into().expect("conv1 biases");
     for ph in 0..P1_SIDE {
         // acc[c][dr][parity]: conv rows 2ph + dr, even (0) or odd (1) columns.
         let mut acc = [[[V::splat(T::zero()); 2]; 2]; C];
@@ -249,16 +255,21 @@ pub fn conv1_pool<T: Scalar, V: Vector<T>>(
             *a = [[V::splat(b[c]); 2]; 2];
         }
         for kh in 0..KERNEL {
-            for kw in 0..KERNEL {
-                // Output column 2j (+1) reads input column 2j + kw (+1).
-                let (pe, je) = (kw % 2, kw / 2);
-                let (po, jo) = ((kw + 1) % 2, kw.div_ceil(2));
-                for dr in 0..2 {
-                    let row = 2 * ph + dr + kh;
-                    let ve = V::load(&xs[pe * PLANE + row * SPLIT + je..]);
-                    let vo = V::load(&xs[po * PLANE + row * SPLIT + jo..]);
+            for dr in 0..2 {
+                // The input row's even and odd columns from offsets 0, 1, 2
+                // (each loaded once, shared by the five taps of the row).
+                let row = 2 * ph + dr + kh;
+                let even: [V; 3] = std::array::from_fn(|j| V::load(&xs[row * SPLIT + j..]));
+                let odd: [V; 3] = std::array::from_fn(|j| V::load(&xs[PLANE + row * SPLIT + j..]));
+                for kw in 0..KERNEL {
+                    // Output column 2j (+1) reads input column 2j + kw (+1).
+                    let (ve, vo) = if kw % 2 == 0 {
+                        (even[kw / 2], odd[kw / 2])
+                    } else {
+                        (odd[kw / 2], even[kw.div_ceil(2)])
+                    };
                     for (c, a) in acc.iter_mut().enumerate() {
-                        let wv = V::splat(w[c * KERNEL * KERNEL + kh * KERNEL + kw]);
+                        let wv = V::splat(w[c * TAPS + kh * KERNEL + kw]);
                         a[dr][0] = wv.mul_add(ve, a[dr][0]);
                         a[dr][1] = wv.mul_add(vo, a[dr][1]);
                     }
