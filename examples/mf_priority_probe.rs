@@ -19,7 +19,7 @@ use rand::seq::SliceRandom;
 use scarsim::data::{DataOptions, DatasetName, ratings};
 use scarsim::model::mf::{Mf, MfConfig};
 use scarsim::model::{IterCtx, Model};
-use scarsim::policy::checkpoint::{CheckpointPolicy, RunningCheckpoint, Selector};
+use scarsim::policy::checkpoint::{CheckpointPolicy, RunningCheckpoint, Selector, WriteBudget};
 use scarsim::rng::{Purpose, stream};
 
 fn main() -> anyhow::Result<()> {
@@ -75,6 +75,7 @@ fn main() -> anyhow::Result<()> {
                 interval: 8,
                 fraction: 0.125,
                 selector,
+                budget: WriteBudget::Parameters,
             };
             let mut rng = stream(1, Purpose::CheckpointSelection, 0, 0);
             let ckpt = RunningCheckpoint::replay(&model, &trajectory, &policy, t, &mut rng);

@@ -14,7 +14,7 @@ use scarsim::faults::{
 };
 use scarsim::model::gradient::{GradientDraw, GradientInfo, GradientModel};
 use scarsim::model::{IterCtx, Model, ModelInfo};
-use scarsim::policy::{CheckpointPolicy, RecoveryPolicy, Selector};
+use scarsim::policy::{CheckpointPolicy, RecoveryPolicy, Selector, WriteBudget};
 use scarsim::rng::{Purpose, stream};
 
 /// Every applied gradient adds 1 to each coordinate (η = 1, gradient −1), so
@@ -471,6 +471,7 @@ fn policy(interval: usize, fraction: f64) -> CheckpointPolicy {
         interval,
         fraction,
         selector: Selector::Priority,
+        budget: WriteBudget::Parameters,
     }
 }
 
