@@ -127,7 +127,26 @@ impl BlockCsc {
         // Per group: entries in this chunk, then the next slot to fill.
         let mut count = vec![0u32; groups];
         let mut next = vec![0u32; groups];
-        for chunk in rows.chunks(CHUNK) {
+        // The rows of a minibatch are scattered over a dataset far larger
+        // than the caches: fetch the next chunk's rows (and the row pointers
+        // of the one after) while this chunk is regrouped.
+        let prefetch_rows = |c: usize| {
+            if let Some(chunk) = rows.chunks(CHUNK).nth(c) {
+                for &r in chunk {
+                    let e = rg.ptr[r as usize] as usize..rg.ptr[r as usize + 1] as usize;
+                    crate::simd::prefetch(&rg.group[e.clone()]);
+                    crate::simd::prefetch(&rg.val[e]);
+                }
+            }
+            if let Some(chunk) = rows.chunks(CHUNK).nth(c + 1) {
+                for &r in chunk {
+                    crate::simd::prefetch(&rg.ptr[r as usize..r as usize + 2]);
+                }
+            }
+        };
+        prefetch_rows(0);
+        for (ci, chunk) in rows.chunks(CHUNK).enumerate() {
+            prefetch_rows(ci + 1);
             self.chunk_ptr.push(self.run_group.len() as u32);
             for &r in chunk {
                 let r = r as usize;

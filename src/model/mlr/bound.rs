@@ -48,8 +48,17 @@
 //!   a relative slack of 10⁻¹⁰ on the magnitudes involved.
 //!
 //! The distance terms |W − W_j| are bounded through the epoch's first anchor
-//! W_ref: |W − W_j| ≤ |W − W_ref| + |W_ref − W_j|, the second part summed
-//! into a constant as each anchor is recorded, so a state keeps only W_ref.
+//! W_ref: |W − W_j| ≤ |W − W_ref| + |W_ref − W_j|, so a state keeps only W_ref.
+//!
+//! The anchors' margins are per-feature weights of the batch's rows times a
+//! per-feature magnitude of W_j (‖W_j,f‖∞, ‖W_j,f − W_ref,f‖∞). The batches
+//! of an epoch are disjoint sets of rows and the weights are sums of
+//! non-negative per-row terms, so Σ_j ew_{B_j}[f]·m_j[f] ≤ ew_all[f]·max_j
+//! m_j[f]: an epoch keeps the per-feature maxima of its anchors and charges
+//! them the weights over all rows ([`Weights::all`]), computed once per
+//! dataset. No minibatch needs weights of its own (their cost was a pass
+//! over the batch's rows per minibatch), and the margin is looser only by
+//! how much W moves within one epoch.
 
 use std::sync::Arc;
 
@@ -89,28 +98,22 @@ pub struct BatchWeights {
 impl BatchWeights {
     /// The weights of `rows` of `x`.
     pub fn of(x: &Csr, rows: impl Iterator<Item = usize>) -> BatchWeights {
-        let mut b = BatchWeights::default();
-        b.recompute(x, rows);
-        b
-    }
-
-    /// [`BatchWeights::of`] into existing buffers.
-    pub fn recompute(&mut self, x: &Csr, rows: impl Iterator<Item = usize>) {
-        self.ew.clear();
-        self.ew.resize(x.cols, 0.0);
-        self.colabs.clear();
-        self.colabs.resize(x.cols, 0.0);
-        self.rows = 0;
+        let mut b = BatchWeights {
+            ew: vec![0.0; x.cols],
+            colabs: vec![0.0; x.cols],
+            rows: 0,
+        };
         for r in rows {
             let (cols, vals) = x.row(r);
             let e = 2.0 * gamma(cols.len()) + 2f64.powi(-50);
             for (&j, &v) in cols.iter().zip(vals) {
                 let a = (v as f64).abs();
-                self.ew[j as usize] += e * a;
-                self.colabs[j as usize] += a;
+                b.ew[j as usize] += e * a;
+                b.colabs[j as usize] += a;
             }
-            self.rows += 1;
+            b.rows += 1;
         }
+        b
     }
 }
 
@@ -165,7 +168,14 @@ pub struct EpochSum {
     g: Vec<f64>,
     /// W at the epoch's first anchor.
     w_ref: Vec<f32>,
-    /// The anchors' share of the margin, including the |W_ref − W_j| parts.
+    /// Per feature f: max over the anchors j of ‖W_j,f‖∞.
+    max_w: Vec<f64>,
+    /// Per feature f: max over the anchors j of ‖W_j,f − W_ref,f‖∞.
+    max_drift: Vec<f64>,
+    /// Rows of the anchors' batches.
+    rows: usize,
+    /// The anchors' share of the margin, including the |W_ref − W_j| parts:
+    /// rows·ROW_LOSS_ERROR + Σ_f (ew_all[f]·max_w[f] + κ·colabs_all[f]·max_drift[f]).
     fixed: f64,
     /// The largest coefficient κ = DELTA_ERROR + γ_m(2 + DELTA_ERROR) of the
     /// epoch's batches, applied to the logit change.
@@ -194,8 +204,8 @@ pub struct Anchor<'a> {
     pub gradient: &'a [f32],
     /// W_k.
     pub w: &'a [f32],
-    /// Margin weights of the batch.
-    pub batch: &'a BatchWeights,
+    /// Rows of the batch B_k.
+    pub rows: usize,
     /// γ of the gradient accumulation (`gamma(accumulation_terms)`).
     pub gamma_acc: f64,
 }
@@ -208,12 +218,16 @@ impl Bound {
         let (e, j) = (a.iteration / wts.per_epoch, a.iteration % wts.per_epoch);
         let c = wts.classes;
         if j == 0 {
+            let features = a.w.len() / c;
             self.current = Some(Box::new(EpochSum {
                 epoch: e,
                 done: 0,
                 c: 0.0,
                 g: vec![0.0; a.w.len()],
                 w_ref: a.w.to_vec(),
+                max_w: vec![0.0; features],
+                max_drift: vec![0.0; features],
+                rows: 0,
                 fixed: 0.0,
                 kappa: 0.0,
                 abs: 0.0,
@@ -235,18 +249,29 @@ impl Bound {
             dot += g * w;
             abs += (g * w).abs();
         }
-        let mut fixed = a.batch.rows as f64 * ROW_LOSS_ERROR;
-        for (((wf, rf), &ew), &ca) in
+        for (((wf, rf), mw), md) in
             a.w.chunks_exact(c)
                 .zip(cur.w_ref.chunks_exact(c))
-                .zip(&a.batch.ew)
-                .zip(&a.batch.colabs)
+                .zip(cur.max_w.iter_mut())
+                .zip(cur.max_drift.iter_mut())
         {
-            fixed += ew * max_abs(wf) + kappa * ca * max_abs_diff(wf, rf);
+            *mw = mw.max(max_abs(wf));
+            *md = md.max(max_abs_diff(wf, rf));
         }
         cur.c += a.batch_loss - dot;
-        cur.fixed += fixed;
+        cur.rows += a.rows;
         cur.kappa = cur.kappa.max(kappa);
+        let mut fixed = cur.rows as f64 * ROW_LOSS_ERROR;
+        for (((&mw, &md), &ew), &ca) in cur
+            .max_w
+            .iter()
+            .zip(&cur.max_drift)
+            .zip(&wts.all.ew)
+            .zip(&wts.all.colabs)
+        {
+            fixed += ew * mw + cur.kappa * ca * md;
+        }
+        cur.fixed = fixed;
         cur.abs += abs;
         cur.done += 1;
         if cur.done == wts.per_epoch {

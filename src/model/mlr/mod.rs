@@ -32,8 +32,7 @@
 
 mod bound;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::kernels::block::CHUNK;
 use super::kernels::block::stride_for;
@@ -44,7 +43,7 @@ use super::kernels::{
 use super::{Check, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
 pub use bound::Bound;
-use bound::{Anchor, BatchWeights, Weights, gamma};
+use bound::{Anchor, Weights, gamma};
 
 /// Hyper-parameters of MLR.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,14 +69,7 @@ pub struct Mlr {
     /// Margin weights of the certified bound; `None` when the minibatches of
     /// an epoch do not cover the data (then the metric is always evaluated).
     weights: Option<Weights>,
-    /// Margin weights of each minibatch, by (run seed, iteration): the same
-    /// for every trial that draws the minibatch, so computed once.
-    batch_weights: Mutex<HashMap<(u64, usize), Arc<BatchWeights>>>,
 }
-
-/// Minibatches whose margin weights [`Mlr`] keeps (12.5 KB each on MNIST);
-/// the cache starts over when it is full.
-const WEIGHT_CACHE: usize = 4096;
 
 /// MLR state: the weight matrix, row-major `features × classes`, and the
 /// bookkeeping of the certified lower bound on the metric.
@@ -97,8 +89,6 @@ struct BatchInfo {
     key: Option<(u64, usize)>,
     /// The minibatch's rows (batch order) regrouped for the products.
     block: BlockCsc,
-    /// Margin weights of the minibatch's rows.
-    weights: Arc<BatchWeights>,
     /// Position of each row in the minibatch (u32::MAX if absent).
     pos: Vec<u32>,
 }
@@ -247,7 +237,6 @@ impl Mlr {
             batch,
             lr: config.learning_rate as f32,
             weights,
-            batch_weights: Mutex::new(HashMap::new()),
         }
     }
 
@@ -313,26 +302,6 @@ impl Mlr {
         }
         let rows = &ws.perm[range];
         ws.info.block.rebuild(&self.groups, rows);
-        if self.weights.is_some() {
-            let cached = self
-                .batch_weights
-                .lock()
-                .expect("weight cache lock")
-                .get(&(ctx.run_seed, ctx.iteration))
-                .cloned();
-            ws.info.weights = match cached {
-                Some(w) => w,
-                None => {
-                    let w = Arc::new(BatchWeights::of(&self.x, rows.iter().map(|&r| r as usize)));
-                    let mut cache = self.batch_weights.lock().expect("weight cache lock");
-                    if cache.len() >= WEIGHT_CACHE {
-                        cache.clear();
-                    }
-                    cache.insert((ctx.run_seed, ctx.iteration), w.clone());
-                    w
-                }
-            };
-        }
         ws.info.pos.clear();
         ws.info.pos.resize(self.data.rows, u32::MAX);
         for (p, &r) in rows.iter().enumerate() {
@@ -518,7 +487,7 @@ impl Mlr {
                     batch_loss: ws.batch_loss[slot],
                     gradient: &ws.member_grad,
                     w: &state.w,
-                    batch: &ws.info.weights,
+                    rows: self.batch,
                     gamma_acc: gamma(ws.info.block.accumulation_terms()),
                 },
             );
