@@ -14,6 +14,12 @@ use scarsim::report::Table;
 use scarsim::scenario::{self, bundled};
 
 fn run(text: &str) -> experiment::Outcome {
+    run_with(text, ForkMode::Fork, true)
+}
+
+/// [`run`] with the engine's shortcuts chosen: `Rerun` runs each trial alone
+/// from x(0), `certify = false` evaluates the metric at every iteration.
+fn run_with(text: &str, fork_mode: ForkMode, certify_metric: bool) -> experiment::Outcome {
     let sc = scenario::parse(text, "test").expect("valid scenario");
     let opts = RunOptions {
         data: DataOptions {
@@ -23,8 +29,8 @@ fn run(text: &str) -> experiment::Outcome {
         },
         out_dir: std::env::temp_dir(),
         threads: 2,
-        fork_mode: ForkMode::Fork,
-        certify_metric: true,
+        fork_mode,
+        certify_metric,
         share_identical_trials: true,
     };
     experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()).expect("runs")
@@ -207,6 +213,55 @@ fn mlr_random_vs_adversarial_on_the_stand_in() {
         r.iter().sum::<f64>() < a.iter().sum::<f64>(),
         "random {r:?} vs adversarial {a:?}"
     );
+}
+
+/// Perturbation trials run in cohorts from the unperturbed run with
+/// certified convergence checks (the default) give exactly what the naive
+/// loop gives — each trial alone, its prefix re-run from x(0), the metric
+/// evaluated at every iteration — trial by trial: one-off random,
+/// adversarial and reset perturbations and a ρ-per-iteration schedule on
+/// MLR, resets on LDA.
+#[test]
+fn perturbation_shortcuts_equal_the_brute_force() {
+    let mlr = format!(
+        "{}\n[[series]]\nname = \"adversarial\"\nperturbation = \"adversarial\"\nat = {{ iteration = 20 }}\n\
+         norm = {{ distribution = \"log-uniform\", min = 0.05, max = 0.5, relative_to = \"optimum-distance\" }}\n\
+         [[series]]\nname = \"rho\"\nperturbation = \"random\"\nat = {{ probability = 0.05 }}\n\
+         norm = {{ distribution = \"log-uniform\", min = 0.01, max = 0.1, relative_to = \"optimum-distance\" }}\n\
+         [[series]]\nname = \"reset\"\nperturbation = \"reset\"\nat = {{ iteration = 10 }}\n\
+         fraction = {{ distribution = \"uniform\", min = 0.0, max = 1.0 }}\n",
+        bundled::find("scar-bound-mlr-random")
+            .unwrap()
+            .replace("trials = 100 ", "trials = 8 ")
+            .replace(
+                "unperturbed_iterations = 100",
+                "unperturbed_iterations = 40"
+            )
+            .replace("optimum_iterations = 2000", "optimum_iterations = 200")
+            .replace("iteration = 50", "iteration = 20")
+            .replace("min = 0.01, max = 1.0", "min = 0.05, max = 0.5")
+    );
+    let lda = bundled::find("scar-reset-lda")
+        .unwrap()
+        .replace("trials = 100", "trials = 6")
+        .replace("optimum_iterations = 1000", "optimum_iterations = 60");
+    for (name, text_) in [("mlr", mlr), ("lda", lda)] {
+        let fast = run(&text_);
+        let brute = run_with(&text_, ForkMode::Rerun, false);
+        assert!(fast.trials.rows.len() >= 6, "{name}");
+        assert_eq!(fast.trials.rows, brute.trials.rows, "{name}: trials");
+        assert_eq!(fast.summary.rows, brute.summary.rows, "{name}: summary");
+        let perturbed = fast
+            .trials
+            .rows
+            .iter()
+            .filter(|r| num(&fast.trials, r, "perturbations") > 0.0)
+            .count();
+        assert!(
+            perturbed * 2 > fast.trials.rows.len(),
+            "{name}: {perturbed}"
+        );
+    }
 }
 
 /// Resets are generic over blocks and record the fraction reset.

@@ -16,7 +16,10 @@ pub mod trial;
 
 pub use baseline::{Baseline, run_baseline, run_baselines};
 pub use queue::EventQueue;
-pub use trial::{EngineOptions, ForkMode, TrialOutcome, TrialSetup, run_cohort, run_trial};
+pub use trial::{
+    EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,
+    run_trial,
+};
 
 /// When a run counts as converged, and when to give up.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -99,59 +99,69 @@ pub fn run_trial<M: Model>(
     .expect("one outcome per setup")
 }
 
-/// Runs several trials that fork from the same unperturbed run, advancing
-/// them in lockstep by iteration so that the model can serve them together
-/// ([`Model::metric_many`], [`Model::step_many`]). A trial joins at its
-/// failure iteration and leaves when it converges. Each trial's outcome is
-/// exactly what [`run_trial`] gives it alone. `stop` is polled every
-/// iteration; when it returns true the cohort is abandoned (`None`).
-pub fn run_cohort<M: Model>(
+/// One trial of the iteration-domain loop ([`run_hooked`]): where it joins
+/// the unperturbed run, and what happens to it between its convergence check
+/// and its step. A recovery is a perturbation at the failure iteration
+/// ([`run_cohort`]); the `perturbation` kind's schedules perturb in
+/// [`TrialHook::before_step`].
+pub trait TrialHook<M: Model> {
+    /// The iteration at which the trial joins and its state there (derived
+    /// state up to date). Called once, before the loop.
+    fn start(
+        &mut self,
+        model: &M,
+        baseline: &Baseline<M::State>,
+        ws: &mut M::Workspace,
+    ) -> (usize, M::State);
+
+    /// Iteration `k`: the check found the state unconverged (and `k` below
+    /// the cap); called before the state's step of iteration `k`.
+    fn before_step(&mut self, model: &M, k: usize, state: &mut M::State) {
+        let _ = (model, k, state);
+    }
+}
+
+/// How a trial of [`run_hooked`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finish {
+    /// The first iteration whose state met the criterion, or the cap.
+    pub iterations: usize,
+    /// Whether it met the criterion before the cap.
+    pub converged: bool,
+}
+
+/// The iteration-domain trial loop: runs the trials of `hooks`, which fork
+/// from the same unperturbed run, in lockstep by iteration so that the
+/// model can serve them together ([`Model::check_many`] or
+/// [`Model::metric_many`], then [`Model::step_many`]). A trial joins at its
+/// start iteration and leaves when it converges, diverges or reaches
+/// `convergence.max_iterations`. Each trial's result is exactly what it
+/// gets alone with the metric evaluated at every iteration. `stop` is
+/// polled every iteration; when it returns true the cohort is abandoned
+/// (`None`).
+pub fn run_hooked<M: Model, H: TrialHook<M>>(
     model: &M,
     baseline: &Baseline<M::State>,
     convergence: &Convergence,
-    setups: Vec<TrialSetup<'_>>,
-    opts: EngineOptions,
+    hooks: &mut [H],
+    certify: bool,
     ws: &mut M::Workspace,
     stop: &dyn Fn() -> bool,
-) -> Option<Vec<TrialOutcome>> {
+) -> Option<Vec<Finish>> {
     let run_seed = baseline.run_seed;
-    let n = setups.len();
-    let mut states = Vec::with_capacity(n);
-    let mut starts = Vec::with_capacity(n);
-    let mut recoveries = Vec::with_capacity(n);
-    let mut lost_blocks = Vec::with_capacity(n);
-    for mut setup in setups {
-        let t = setup.failure_iteration;
-        let rerun_prefix;
-        let prefix: &[M::State] = match opts.fork {
-            ForkMode::Fork => &baseline.states[..=t],
-            ForkMode::Rerun => {
-                rerun_prefix = rerun(model, t, run_seed, ws);
-                &rerun_prefix
-            }
-        };
-        let checkpoint = RunningCheckpoint::replay(
-            model,
-            prefix,
-            setup.checkpoint,
-            setup.order.checkpoints_before(t),
-            &mut setup.checkpoint_rng,
-        );
-        let mut state = prefix[t].clone();
-        recoveries.push(
-            setup
-                .recovery
-                .apply(model, &mut state, &checkpoint, setup.lost, t),
-        );
-        states.push(state);
-        starts.push(t);
-        lost_blocks.push(setup.lost.len());
-    }
-    // done[i] = (iterations to converge, converged)
-    let mut done: Vec<Option<(usize, bool)>> = vec![None; n];
+    let n = hooks.len();
+    let (starts, mut states): (Vec<usize>, Vec<M::State>) = hooks
+        .iter_mut()
+        .map(|h| h.start(model, baseline, ws))
+        .unzip();
+    let mut done: Vec<Option<Finish>> = vec![None; n];
     let mut active = vec![false; n];
     let mut checks = vec![Check::Above; n];
     let mut metrics = vec![0.0; n];
+    let unconverged = Finish {
+        iterations: convergence.max_iterations,
+        converged: false,
+    };
     let mut k = starts.iter().copied().min().unwrap_or(0);
     while done.iter().any(Option::is_none) {
         if stop() {
@@ -164,7 +174,7 @@ pub fn run_cohort<M: Model>(
             iteration: k,
             run_seed,
         };
-        if opts.certify {
+        if certify {
             model.check_many(
                 &states,
                 &active,
@@ -183,23 +193,21 @@ pub fn run_cohort<M: Model>(
             if !active[i] {
                 continue;
             }
-            let m = match checks[i] {
-                Check::Exact(m) => m,
+            let finish = match checks[i] {
+                Check::Exact(m) if m <= convergence.criterion => Some(Finish {
+                    iterations: k,
+                    converged: true,
+                }),
+                Check::Exact(m) if !m.is_finite() => Some(unconverged),
                 // Not converged, and finite: only the iteration cap applies.
-                Check::Above => {
-                    if k >= convergence.max_iterations {
-                        done[i] = Some((convergence.max_iterations, false));
-                        active[i] = false;
-                    }
-                    continue;
-                }
+                _ => (k >= convergence.max_iterations).then_some(unconverged),
             };
-            if m <= convergence.criterion {
-                done[i] = Some((k, true));
-                active[i] = false;
-            } else if k >= convergence.max_iterations || !m.is_finite() {
-                done[i] = Some((convergence.max_iterations, false));
-                active[i] = false;
+            match finish {
+                Some(f) => {
+                    done[i] = Some(f);
+                    active[i] = false;
+                }
+                None => hooks[i].before_step(model, k, &mut states[i]),
             }
         }
         if active.iter().any(|a| *a) {
@@ -207,25 +215,109 @@ pub fn run_cohort<M: Model>(
         }
         k += 1;
     }
-    let outcomes = (0..n)
-        .map(|i| {
-            let (iterations_to_converge, converged) = done[i].expect("every trial finished");
-            TrialOutcome {
-                failure_iteration: starts[i],
-                lost_blocks: lost_blocks[i],
-                baseline_iterations: baseline.iterations(),
-                iterations_to_converge,
-                converged,
-                recovery: recoveries[i],
+    Some(
+        done.into_iter()
+            .map(|d| d.expect("every trial finished"))
+            .collect(),
+    )
+}
+
+/// A failure trial as a [`TrialHook`]: it joins at its failure iteration T
+/// with the recovered state.
+struct Recovery<'a> {
+    setup: TrialSetup<'a>,
+    fork: ForkMode,
+    outcome: Option<RecoveryOutcome>,
+}
+
+impl<M: Model> TrialHook<M> for Recovery<'_> {
+    fn start(
+        &mut self,
+        model: &M,
+        baseline: &Baseline<M::State>,
+        ws: &mut M::Workspace,
+    ) -> (usize, M::State) {
+        let setup = &mut self.setup;
+        let t = setup.failure_iteration;
+        let rerun_prefix;
+        let prefix: &[M::State] = match self.fork {
+            ForkMode::Fork => &baseline.states[..=t],
+            ForkMode::Rerun => {
+                rerun_prefix = rerun(model, t, baseline.run_seed, ws);
+                &rerun_prefix
             }
+        };
+        let checkpoint = RunningCheckpoint::replay(
+            model,
+            prefix,
+            setup.checkpoint,
+            setup.order.checkpoints_before(t),
+            &mut setup.checkpoint_rng,
+        );
+        let mut state = prefix[t].clone();
+        self.outcome = Some(
+            setup
+                .recovery
+                .apply(model, &mut state, &checkpoint, setup.lost, t),
+        );
+        (t, state)
+    }
+}
+
+/// Runs several failure trials that fork from the same unperturbed run in
+/// one cohort ([`run_hooked`]). Each trial's outcome is exactly what
+/// [`run_trial`] gives it alone. `stop` is polled every iteration; when it
+/// returns true the cohort is abandoned (`None`).
+pub fn run_cohort<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    convergence: &Convergence,
+    setups: Vec<TrialSetup<'_>>,
+    opts: EngineOptions,
+    ws: &mut M::Workspace,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<TrialOutcome>> {
+    let mut hooks: Vec<Recovery<'_>> = setups
+        .into_iter()
+        .map(|setup| Recovery {
+            setup,
+            fork: opts.fork,
+            outcome: None,
         })
         .collect();
-    Some(outcomes)
+    let finished = run_hooked(
+        model,
+        baseline,
+        convergence,
+        &mut hooks,
+        opts.certify,
+        ws,
+        stop,
+    )?;
+    Some(
+        hooks
+            .iter()
+            .zip(finished)
+            .map(|(h, f)| TrialOutcome {
+                failure_iteration: h.setup.failure_iteration,
+                lost_blocks: h.setup.lost.len(),
+                baseline_iterations: baseline.iterations(),
+                iterations_to_converge: f.iterations,
+                converged: f.converged,
+                recovery: h.outcome.expect("started"),
+            })
+            .collect(),
+    )
 }
 
 /// x(0..=t) recomputed from x(0), evaluating the metric every iteration as a
 /// naive simulator would ([`ForkMode::Rerun`]).
-fn rerun<M: Model>(model: &M, t: usize, run_seed: u64, ws: &mut M::Workspace) -> Vec<M::State> {
+pub(crate) fn rerun<M: Model>(
+    model: &M,
+    t: usize,
+    run_seed: u64,
+    ws: &mut M::Workspace,
+) -> Vec<M::State> {
     let mut s = model.init();
     let mut states = Vec::with_capacity(t + 1);
     for k in 0..t {

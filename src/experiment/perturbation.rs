@@ -30,7 +30,8 @@ use super::reference::{Reference, ReferenceFacts, decode_records, reference};
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
-use crate::model::{DataUsed, FlatParams, IterCtx, Model, ModelVisitor, build_and_visit};
+use crate::engine::{Baseline, Convergence, ForkMode, TrialHook, run_hooked, trial::rerun};
+use crate::model::{DataUsed, FlatParams, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, SimRng, stream, stream_key};
 use crate::scenario::perturbation::{
@@ -208,12 +209,17 @@ pub fn run_raw(
         cache,
         &opts.data,
         scenario.meta.seed,
-        Visitor { scenario, driver },
+        Visitor {
+            scenario,
+            opts,
+            driver,
+        },
     )?
 }
 
 struct Visitor<'a> {
     scenario: &'a PerturbationScenario,
+    opts: &'a RunOptions,
     driver: &'a Driver<'a>,
 }
 
@@ -245,79 +251,88 @@ struct Ctx<'a, M: Model> {
     flat: Option<&'a dyn FlatParams<M::State>>,
     optimum_flat: Vec<f64>,
     init: M::State,
-    max_iterations: usize,
+    /// Fork trials from the unperturbed run, or re-run their prefix.
+    fork: ForkMode,
+}
+
+/// When trial `trial` of `series` is first perturbed (`None`: not before the
+/// unperturbed run converges at `b`), and its timing stream after drawing it.
+fn first_perturbation(
+    series: &PerturbationSeries,
     seed: u64,
-    run_seed: u64,
+    trial: usize,
+    b: usize,
+) -> (Option<usize>, SimRng) {
+    let mut timing = stream(seed, Purpose::Perturbation, trial as u64, 0);
+    let first = match series.schedule {
+        Schedule::Once { iteration } => Some(iteration),
+        Schedule::EachIteration { probability } => {
+            (0..b).find(|_| timing.random::<f64>() < probability)
+        }
+    };
+    (first, timing)
+}
+
+/// One perturbation trial in the engine's trial loop: it forks from the
+/// unperturbed run at its first perturbation iteration ℓ and, after each
+/// convergence check of y(k), perturbs when its schedule says so.
+struct Trial<'c, 'a, M: Model> {
+    ctx: &'c Ctx<'a, M>,
+    series: &'a PerturbationSeries,
+    first: usize,
+    timing: SimRng,
+    values: SimRng,
+    buf: Buffers,
+    /// (ℓ, ‖δ_ℓ‖) of every perturbation so far.
+    perturbations: Vec<(usize, f64)>,
+    reset_fraction: f64,
+}
+
+impl<M: Model> TrialHook<M> for Trial<'_, '_, M> {
+    fn start(
+        &mut self,
+        model: &M,
+        baseline: &Baseline<M::State>,
+        ws: &mut M::Workspace,
+    ) -> (usize, M::State) {
+        let mut state = match self.ctx.fork {
+            ForkMode::Fork => baseline.states[self.first].clone(),
+            ForkMode::Rerun => rerun(model, self.first, baseline.run_seed, ws)
+                .pop()
+                .expect("x(ℓ)"),
+        };
+        model.rebuild_derived(&mut state);
+        (self.first, state)
+    }
+
+    fn before_step(&mut self, _model: &M, k: usize, state: &mut M::State) {
+        let now = k == self.first
+            || match self.series.schedule {
+                Schedule::Once { .. } => false,
+                Schedule::EachIteration { probability } => {
+                    self.timing.random::<f64>() < probability
+                }
+            };
+        if now {
+            let (norm, fraction) =
+                self.ctx
+                    .perturb(self.series, state, &mut self.values, &mut self.buf);
+            if self.perturbations.is_empty() {
+                self.reset_fraction = fraction;
+            }
+            self.perturbations.push((k, norm));
+        }
+    }
 }
 
 impl<M: Model> Ctx<'_, M> {
-    fn run_trial(
-        &self,
-        series: &PerturbationSeries,
-        trial: usize,
-        ws: &mut M::Workspace,
-        buf: &mut Buffers,
-    ) -> TrialResult {
-        let t64 = trial as u64;
-        let mut timing = stream(self.seed, Purpose::Perturbation, t64, 0);
-        let mut values = stream(self.seed, Purpose::Perturbation, t64, 1);
-        let baseline = &self.reference.baseline;
-        let b = baseline.iterations();
-        let first = match series.schedule {
-            Schedule::Once { iteration } => Some(iteration),
-            Schedule::EachIteration { probability } => {
-                (0..b).find(|_| timing.random::<f64>() < probability)
-            }
-        };
-        let Some(first) = first else {
-            // No perturbation before the run converged: it is the unperturbed run.
-            return TrialResult {
-                perturbations: Vec::new(),
-                reset_fraction: f64::NAN,
-                iterations: b,
-                converged: true,
-            };
-        };
-        let mut state = baseline.states[first].clone();
-        self.model.rebuild_derived(&mut state);
-        let mut perturbations = Vec::new();
-        let mut reset_fraction = f64::NAN;
-        let mut k = first;
-        let converged = loop {
-            let m = self.model.metric(&state, ws);
-            if m <= self.reference.criterion {
-                break true;
-            }
-            if k >= self.max_iterations || !m.is_finite() {
-                break false;
-            }
-            let now = k == first
-                || match series.schedule {
-                    Schedule::Once { .. } => false,
-                    Schedule::EachIteration { probability } => timing.random::<f64>() < probability,
-                };
-            if now {
-                let (norm, fraction) = self.perturb(series, &mut state, &mut values, buf);
-                if perturbations.is_empty() {
-                    reset_fraction = fraction;
-                }
-                perturbations.push((k, norm));
-            }
-            self.model.step(
-                &mut state,
-                IterCtx {
-                    iteration: k,
-                    run_seed: self.run_seed,
-                },
-                ws,
-            );
-            k += 1;
-        };
-        TrialResult {
-            perturbations,
-            reset_fraction,
-            iterations: if converged { k } else { self.max_iterations },
-            converged,
+    /// Fresh per-trial buffers.
+    fn buffers(&self) -> Buffers {
+        let params = self.flat.map_or(0, |f| f.param_count());
+        Buffers {
+            params: vec![0.0; params],
+            noise: vec![0.0; params],
+            blocks: Vec::with_capacity(self.model.block_count()),
         }
     }
 
@@ -446,10 +461,9 @@ impl ModelVisitor for Visitor<'_> {
             flat,
             optimum_flat,
             init: model.init(),
-            max_iterations: sc.max_iterations,
-            seed: sc.meta.seed,
-            run_seed,
+            fork: self.opts.fork_mode,
         };
+        let seed = sc.meta.seed;
         let units = units(sc);
         // Expected cost of a unit: the iterations from its first perturbation
         // (at the earliest, ℓ) to the unperturbed convergence point.
@@ -461,36 +475,98 @@ impl ModelVisitor for Visitor<'_> {
             })
             .collect();
         let (mine, todo) = driver.assign(&costs);
-        let done: Vec<Vec<(usize, serde_json::Value)>> = todo
-            .par_chunks(JOURNAL_CHUNK)
+        // A unit never perturbed before the run converges is the unperturbed
+        // run; the others join cohorts in order of their first perturbation,
+        // so the members of a cohort step together from nearby iterations.
+        let mut records: Vec<(usize, serde_json::Value)> = Vec::new();
+        let mut starts: Vec<(usize, usize, SimRng)> = Vec::new();
+        for &u in &todo {
+            let (s, t) = units[u];
+            match first_perturbation(&sc.series[s], seed, t, b) {
+                (Some(first), timing) => starts.push((first, u, timing)),
+                (None, _) => records.push((
+                    u,
+                    serde_json::to_value(TrialResult {
+                        perturbations: Vec::new(),
+                        reset_fraction: f64::NAN,
+                        iterations: b,
+                        converged: true,
+                    })?,
+                )),
+            }
+        }
+        driver.finished(&records)?;
+        starts.sort_by_key(|&(first, u, _)| (first, u));
+        // Cohorts of the model's size (a naive one-at-a-time loop with
+        // `--rerun`); a task of one-trial cohorts takes several, so that tiny
+        // trials (QP) are journalled together.
+        let size = match self.opts.fork_mode {
+            ForkMode::Fork => model.cohort_size().max(1),
+            ForkMode::Rerun => 1,
+        };
+        let task = if size == 1 { JOURNAL_CHUNK } else { size };
+        let convergence = Convergence {
+            criterion: reference.criterion,
+            max_iterations: sc.max_iterations,
+        };
+        let certify = self.opts.certify_metric;
+        let stop = || driver.cancelled();
+        let done: Vec<Vec<(usize, serde_json::Value)>> = starts
+            .par_chunks(task)
             .map_init(
-                || {
-                    (
-                        model.workspace(),
-                        Buffers {
-                            params: vec![0.0; params],
-                            noise: vec![0.0; params],
-                            blocks: Vec::with_capacity(model.block_count()),
-                        },
-                    )
-                },
-                |(ws, buf), chunk| -> Result<Vec<(usize, serde_json::Value)>> {
-                    if driver.cancelled() {
-                        return Ok(Vec::new());
+                || model.workspace(),
+                |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+                    let mut records = Vec::with_capacity(chunk.len());
+                    for cohort in chunk.chunks(size) {
+                        if driver.cancelled() {
+                            return Ok(Vec::new());
+                        }
+                        let mut trials: Vec<Trial<'_, '_, M>> = cohort
+                            .iter()
+                            .map(|(first, u, timing)| {
+                                let (s, t) = units[*u];
+                                Trial {
+                                    ctx: &ctx,
+                                    series: &sc.series[s],
+                                    first: *first,
+                                    timing: timing.clone(),
+                                    values: stream(seed, Purpose::Perturbation, t as u64, 1),
+                                    buf: ctx.buffers(),
+                                    perturbations: Vec::new(),
+                                    reset_fraction: f64::NAN,
+                                }
+                            })
+                            .collect();
+                        let Some(finished) = run_hooked(
+                            model,
+                            &reference.baseline,
+                            &convergence,
+                            &mut trials,
+                            certify,
+                            ws,
+                            &stop,
+                        ) else {
+                            return Ok(Vec::new());
+                        };
+                        for ((_, u, _), (trial, f)) in
+                            cohort.iter().zip(trials.into_iter().zip(finished))
+                        {
+                            let r = TrialResult {
+                                perturbations: trial.perturbations,
+                                reset_fraction: trial.reset_fraction,
+                                iterations: f.iterations,
+                                converged: f.converged,
+                            };
+                            records.push((*u, serde_json::to_value(r)?));
+                        }
                     }
-                    let records = chunk
-                        .iter()
-                        .map(|&u| {
-                            let (s, t) = units[u];
-                            let r = ctx.run_trial(&sc.series[s], t, ws, buf);
-                            Ok((u, serde_json::to_value(r)?))
-                        })
-                        .collect::<Result<Vec<_>>>()?;
                     driver.finished(&records)?;
                     Ok(records)
                 },
             )
             .collect::<Result<_>>()?;
+        let done: Vec<Vec<(usize, serde_json::Value)>> =
+            std::iter::once(records).chain(done).collect();
         let records = driver.collect(done, &mine)?;
         let context = PerturbationContext::new(model, &reference, data);
         Ok(RawResult {
