@@ -325,7 +325,61 @@ impl<M: Model> TrialHook<M> for Trial<'_, '_, M> {
     }
 }
 
-impl<M: Model> Ctx<'_, M> {
+impl<'a, M: Model> Ctx<'a, M> {
+    /// Trial `trial` of `series`, first perturbed at `first` (its timing
+    /// stream as [`first_perturbation`] left it).
+    fn trial<'c>(
+        &'c self,
+        series: &'a PerturbationSeries,
+        first: usize,
+        timing: SimRng,
+        seed: u64,
+        trial: usize,
+    ) -> Trial<'c, 'a, M> {
+        Trial {
+            ctx: self,
+            series,
+            first,
+            timing,
+            values: stream(seed, Purpose::Perturbation, trial as u64, 1),
+            buf: self.buffers(),
+            perturbations: Vec::new(),
+            reset_fraction: f64::NAN,
+        }
+    }
+
+    /// Runs `trials` as one cohort of the engine's trial loop.
+    fn run_cohort(
+        &self,
+        mut trials: Vec<Trial<'_, 'a, M>>,
+        convergence: &Convergence,
+        certify: bool,
+        ws: &mut M::Workspace,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<Vec<TrialResult>> {
+        let finished = run_hooked(
+            self.model,
+            &self.reference.baseline,
+            convergence,
+            &mut trials,
+            certify,
+            ws,
+            stop,
+        )?;
+        Some(
+            trials
+                .into_iter()
+                .zip(finished)
+                .map(|(t, f)| TrialResult {
+                    perturbations: t.perturbations,
+                    reset_fraction: t.reset_fraction,
+                    iterations: f.iterations,
+                    converged: f.converged,
+                })
+                .collect(),
+        )
+    }
+
     /// Fresh per-trial buffers.
     fn buffers(&self) -> Buffers {
         let params = self.flat.map_or(0, |f| f.param_count());
@@ -521,42 +575,19 @@ impl ModelVisitor for Visitor<'_> {
                         if driver.cancelled() {
                             return Ok(Vec::new());
                         }
-                        let mut trials: Vec<Trial<'_, '_, M>> = cohort
+                        let trials = cohort
                             .iter()
                             .map(|(first, u, timing)| {
                                 let (s, t) = units[*u];
-                                Trial {
-                                    ctx: &ctx,
-                                    series: &sc.series[s],
-                                    first: *first,
-                                    timing: timing.clone(),
-                                    values: stream(seed, Purpose::Perturbation, t as u64, 1),
-                                    buf: ctx.buffers(),
-                                    perturbations: Vec::new(),
-                                    reset_fraction: f64::NAN,
-                                }
+                                ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
                             })
                             .collect();
-                        let Some(finished) = run_hooked(
-                            model,
-                            &reference.baseline,
-                            &convergence,
-                            &mut trials,
-                            certify,
-                            ws,
-                            &stop,
-                        ) else {
+                        let Some(results) =
+                            ctx.run_cohort(trials, &convergence, certify, ws, &stop)
+                        else {
                             return Ok(Vec::new());
                         };
-                        for ((_, u, _), (trial, f)) in
-                            cohort.iter().zip(trials.into_iter().zip(finished))
-                        {
-                            let r = TrialResult {
-                                perturbations: trial.perturbations,
-                                reset_fraction: trial.reset_fraction,
-                                iterations: f.iterations,
-                                converged: f.converged,
-                            };
+                        for ((_, u, _), r) in cohort.iter().zip(results) {
                             records.push((*u, serde_json::to_value(r)?));
                         }
                     }
@@ -832,9 +863,7 @@ mod tests {
             flat: qp.flat_params(),
             optimum_flat: OPTIMUM.to_vec(),
             init: qp.init(),
-            max_iterations: 2000,
-            seed: 5,
-            run_seed: 0,
+            fork: ForkMode::Fork,
         };
         let mut buf = Buffers {
             params: vec![0.0; 4],
@@ -901,18 +930,20 @@ mod tests {
             flat: qp.flat_params(),
             optimum_flat: OPTIMUM.to_vec(),
             init: qp.init(),
-            max_iterations: 2000,
-            seed: 5,
-            run_seed: 0,
+            fork: ForkMode::Fork,
         };
-        let mut buf = Buffers {
-            params: vec![0.0; 4],
-            noise: vec![0.0; 4],
-            blocks: Vec::new(),
+        let convergence = Convergence {
+            criterion: r.criterion,
+            max_iterations: 2000,
         };
         for norm in [1e-3, 0.05, 0.7] {
             let s = series(PerturbationKind::Adversarial, norm, 0.0);
-            let t = ctx.run_trial(&s, 0, &mut (), &mut buf);
+            let (first, timing) = first_perturbation(&s, 5, 0, r.baseline_iterations());
+            let trial = ctx.trial(&s, first.expect("once"), timing, 5, 0);
+            let t = ctx
+                .run_cohort(vec![trial], &convergence, true, &mut (), &|| false)
+                .expect("not stopped")
+                .remove(0);
             let row = derive(&t, &r.facts(), &r.predictor);
             assert!(t.converged);
             assert!(row.cost <= row.bound, "{} > {}", row.cost, row.bound);
