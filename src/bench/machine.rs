@@ -1,5 +1,7 @@
-//! This machine's limits, measured on the spot: a dense f32 matrix product
-//! through `matrixmultiply` (via ndarray) and a STREAM-style triad.
+//! This machine's limits, measured on the spot: the f32 fused multiply-add
+//! throughput of the widest vector level (the hard compute ceiling), a dense
+//! f32 matrix product through `matrixmultiply` (via ndarray: what a
+//! well-kept library reaches) and a STREAM-style triad.
 
 use std::time::Instant;
 
@@ -9,6 +11,11 @@ use ndarray::linalg::general_mat_mul;
 /// The ceilings the hot kernels are compared with.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Limits {
+    /// f32 fused multiply-adds from registers on one core (the widest level
+    /// this CPU has), GFLOP/s: no kernel can exceed it.
+    pub fma_one_core: f64,
+    /// The same on every core at once, GFLOP/s.
+    pub fma_all_cores: f64,
     /// Dense f32 GEMM on one core, GFLOP/s.
     pub gemm_one_core: f64,
     /// Dense f32 GEMM on every core at once (one product per core), GFLOP/s.
@@ -31,11 +38,15 @@ impl Limits {
     /// Measures the limits, spending about `seconds` on each of the four figures.
     pub fn measure(seconds: f64) -> Limits {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let fma_one_core = fma_rate(seconds);
+        let fma_all_cores = on_every_core(cores, || fma_rate(seconds));
         let gemm_one_core = gemm_rate(seconds);
         let gemm_all_cores = on_every_core(cores, || gemm_rate(seconds));
         let bandwidth_one_core = triad_rate(seconds, TRIAD_LEN);
         let bandwidth_all_cores = on_every_core(cores, || triad_rate(seconds, TRIAD_LEN / cores));
         Limits {
+            fma_one_core,
+            fma_all_cores,
             gemm_one_core,
             gemm_all_cores,
             bandwidth_one_core,
@@ -47,8 +58,13 @@ impl Limits {
     /// One line per limit.
     pub fn describe(&self) -> String {
         format!(
-            "limits: f32 GEMM {GEMM_SIDE}³ (matrixmultiply) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
+            "limits: f32 FMA peak ({}) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
+             f32 GEMM {GEMM_SIDE}³ (matrixmultiply) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
              triad bandwidth {:.1} GB/s on one core, {:.1} on {} cores",
+            crate::simd::detected().name(),
+            self.fma_one_core,
+            self.fma_all_cores,
+            self.cores,
             self.gemm_one_core,
             self.gemm_all_cores,
             self.cores,
@@ -65,6 +81,91 @@ fn on_every_core(cores: usize, f: impl Fn() -> f64 + Sync) -> f64 {
         let hs: Vec<_> = (0..cores).map(|_| s.spawn(&f)).collect();
         hs.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
     })
+}
+
+/// Independent accumulator registers of the FMA peak loop: enough to cover
+/// the latency of every FMA pipe.
+const FMA_CHAINS: usize = 16;
+/// FMA-loop iterations per timed call.
+const FMA_ITERS: usize = 1 << 20;
+
+/// GFLOP/s of the fastest of repeated runs of [`FMA_CHAINS`] independent
+/// chains of f32 fused multiply-adds held in registers, at the widest
+/// vector level this CPU has, within `seconds`.
+fn fma_rate(seconds: f64) -> f64 {
+    let level = crate::simd::detected();
+    best_rate(seconds, || {
+        let lanes = fma_loop(level, FMA_ITERS);
+        2.0 * (FMA_ITERS * FMA_CHAINS * lanes) as f64 / 1e9
+    })
+}
+
+/// Runs the FMA loop at `level`; returns the lanes per chain (the f32 lanes
+/// of one register of that level).
+fn fma_loop(level: crate::simd::Level, iters: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::simd::Level;
+        match level {
+            // SAFETY: `level` comes from `detected()`, which reports only
+            // features this CPU has.
+            Level::Avx512 => return unsafe { fma_avx512(iters) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { fma_avx2(iters) },
+            Level::Portable => {}
+        }
+    }
+    let _ = level;
+    let mut acc = [0f32; FMA_CHAINS];
+    for (i, a) in acc.iter_mut().enumerate() {
+        *a = i as f32;
+    }
+    let (b, c) = std::hint::black_box((0.999_999_9f32, 1e-7f32));
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            *a = a.mul_add(b, c);
+        }
+    }
+    std::hint::black_box(acc);
+    1
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_avx512(iters: usize) -> usize {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_setzero_ps(); FMA_CHAINS];
+    for (i, a) in acc.iter_mut().enumerate() {
+        *a = _mm512_set1_ps(i as f32);
+    }
+    let (b, c) = std::hint::black_box((0.999_999_9f32, 1e-7f32));
+    let (b, c) = (_mm512_set1_ps(b), _mm512_set1_ps(c));
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            *a = _mm512_fmadd_ps(*a, b, c);
+        }
+    }
+    std::hint::black_box(acc);
+    16
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_avx2(iters: usize) -> usize {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm256_setzero_ps(); FMA_CHAINS];
+    for (i, a) in acc.iter_mut().enumerate() {
+        *a = _mm256_set1_ps(i as f32);
+    }
+    let (b, c) = std::hint::black_box((0.999_999_9f32, 1e-7f32));
+    let (b, c) = (_mm256_set1_ps(b), _mm256_set1_ps(c));
+    for _ in 0..iters {
+        for a in acc.iter_mut() {
+            *a = _mm256_fmadd_ps(*a, b, c);
+        }
+    }
+    std::hint::black_box(acc);
+    8
 }
 
 /// GFLOP/s of the fastest of repeated 512³ products within `seconds`.

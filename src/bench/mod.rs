@@ -112,6 +112,9 @@ pub struct Row {
     pub bound: &'static str,
     /// Achieved over the roofline (NaN if not arithmetic).
     pub fraction: f64,
+    /// Achieved over the hard roofline: min(FMA peak, bandwidth × intensity)
+    /// (NaN if not arithmetic).
+    pub peak_fraction: f64,
 }
 
 /// CPU seconds this process has run, all threads (NaN where the platform
@@ -197,6 +200,16 @@ pub fn measure(k: &dyn HotKernel, ctx: &BenchContext, limits: &Limits) -> Result
     } else {
         (f64::NAN, "-")
     };
+    let peak_fraction = if w.flops > 0.0 {
+        let mem = if w.bytes > 0.0 {
+            limits.bandwidth_one_core * w.flops / w.bytes
+        } else {
+            f64::INFINITY
+        };
+        gflops / mem.min(limits.fma_one_core)
+    } else {
+        f64::NAN
+    };
     Ok(Row {
         model: k.model(),
         kernel: k.name(),
@@ -208,6 +221,7 @@ pub fn measure(k: &dyn HotKernel, ctx: &BenchContext, limits: &Limits) -> Result
         roofline_gflops: roofline,
         bound,
         fraction: gflops / roofline,
+        peak_fraction,
     })
 }
 
@@ -226,12 +240,26 @@ pub fn render(limits: &Limits, rows: &[Row]) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<6} {:<22} {:>14} {:<10} {:>8} {:>8} {:>9} {:<7} {:>6}",
-        "model", "kernel", "rate/s", "unit", "GFLOP/s", "GB/s", "roofline", "bound", "frac"
+        "{:<6} {:<22} {:>14} {:<10} {:>8} {:>8} {:>9} {:<7} {:>6} {:>6}",
+        "model",
+        "kernel",
+        "rate/s",
+        "unit",
+        "GFLOP/s",
+        "GB/s",
+        "roofline",
+        "bound",
+        "frac",
+        "peak"
     );
     for r in rows {
         let frac = if r.fraction.is_finite() {
             format!("{:.0}%", 100.0 * r.fraction)
+        } else {
+            "-".into()
+        };
+        let peak = if r.peak_fraction.is_finite() {
+            format!("{:.0}%", 100.0 * r.peak_fraction)
         } else {
             "-".into()
         };
@@ -242,7 +270,7 @@ pub fn render(limits: &Limits, rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<6} {:<22} {:>14} {:<10} {:>8.1} {:>8.2} {:>9} {:<7} {:>6}",
+            "{:<6} {:<22} {:>14} {:<10} {:>8.1} {:>8.2} {:>9} {:<7} {:>6} {:>6}",
             r.model,
             r.kernel,
             fmt_rate(r.rate),
@@ -251,9 +279,15 @@ pub fn render(limits: &Limits, rows: &[Row]) -> String {
             r.gbytes,
             roof,
             r.bound,
-            frac
+            frac,
+            peak
         );
     }
+    let _ = writeln!(
+        s,
+        "(frac: of min(GEMM, bandwidth × intensity); peak: of min(FMA peak, bandwidth × intensity); \
+         f64 arithmetic has half the f32 ceilings)"
+    );
     let _ = writeln!(s);
     for r in rows {
         let _ = writeln!(s, "{}: {}", r.kernel, r.description);
