@@ -1,6 +1,7 @@
 //! MLR's hot kernels on MNIST: the block-sparse products of the forward pass
 //! (logits, for the metric and the minibatch) and of the minibatch gradient,
-//! for one trial and for a stacked cohort.
+//! for one trial and for a stacked cohort; and the protocol simulations'
+//! minibatch gradient (Dutta et al.'s workers: 16 examples, sparse rows).
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ pub fn kernels() -> Vec<Box<dyn HotKernel>> {
         Box::new(Forward { members: 1 }),
         Box::new(Forward { members: MEMBERS }),
         Box::new(Gradient { members: MEMBERS }),
+        Box::new(Sgd),
     ]
 }
 
@@ -183,6 +185,97 @@ impl Prepared for GradientRun {
             units: (self.b.positions * self.members) as f64,
             flops: 2.0 * self.b.nnz as f64 * (10 * self.members) as f64,
             bytes: self.b.stored() as f64 / 4.0 * 17.0 + 4.0 * self.d.len() as f64,
+        }
+    }
+}
+
+/// Minibatch of the bundled Dutta et al. MLR scenario.
+const SGD_BATCH: usize = 16;
+/// Minibatch gradients per timed run.
+const SGD_REPEAT: usize = 64;
+
+/// One worker's minibatch gradient, as the wall-clock protocol runs compute
+/// it ([`crate::model::mlr_gradient::MlrGradient`]).
+struct Sgd;
+
+impl HotKernel for Sgd {
+    fn name(&self) -> &'static str {
+        "mlr-sgd-16"
+    }
+    fn model(&self) -> &'static str {
+        "mlr"
+    }
+    fn unit(&self) -> &'static str {
+        "examples"
+    }
+    fn describe(&self) -> String {
+        format!(
+            "one worker's gradient on a {SGD_BATCH}-example minibatch (sparse rows, logits then \
+             the outer products), as in the protocol runs; flops count the non-zeros only"
+        )
+    }
+    fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
+        use crate::model::gradient::GradientModel;
+        use crate::model::mlr::{Mlr, MlrConfig};
+        use crate::model::mlr_gradient::MlrGradient;
+        let data = mnist(ctx)?;
+        let x = Csr::from_dense(&data.x, data.rows, data.features);
+        let model = MlrGradient::new(
+            Mlr::new(
+                data.clone(),
+                &MlrConfig {
+                    batch_size: SGD_BATCH,
+                    learning_rate: 1e-5,
+                },
+            ),
+            1,
+            0,
+        );
+        let w: Vec<f32> = (0..model.dim())
+            .map(|i| ((i * 2_654_435_761) % 1000) as f32 * 1e-6)
+            .collect();
+        // Each minibatch of an epoch once, in turn: the mean non-zeros per row.
+        let nnz_per_row = x.nnz() as f64 / data.rows as f64;
+        Ok(Box::new(SgdRun {
+            ws: model.workspace(),
+            g: vec![0.0; model.dim()],
+            model,
+            w,
+            next: 0,
+            nnz_per_row,
+        }))
+    }
+}
+
+struct SgdRun {
+    model: crate::model::mlr_gradient::MlrGradient,
+    ws: crate::model::mlr_gradient::MlrGradientWorkspace,
+    w: Vec<f32>,
+    g: Vec<f32>,
+    next: u64,
+    nnz_per_row: f64,
+}
+
+impl Prepared for SgdRun {
+    fn run(&mut self) -> Work {
+        use crate::model::gradient::{GradientDraw, GradientModel};
+        for _ in 0..SGD_REPEAT {
+            let draw = GradientDraw {
+                run_seed: 1,
+                index: self.next,
+            };
+            self.next += 1;
+            self.model
+                .gradient(&self.w, draw, &mut self.g, &mut self.ws);
+        }
+        std::hint::black_box(&self.g);
+        let examples = (SGD_REPEAT * SGD_BATCH) as f64;
+        Work {
+            units: examples,
+            // Logits and outer products: two multiply-adds per non-zero and class.
+            flops: 4.0 * examples * self.nnz_per_row * 10.0,
+            // W in cache; the rows once.
+            bytes: examples * self.nnz_per_row * 8.0,
         }
     }
 }

@@ -174,7 +174,16 @@ impl GradientModel for MlrGradient {
         let mut right = 0usize;
         // Logits of a block of rows at a time (each row's own sum in feature
         // order, several rows interleaved), then each row in order.
-        for block in self.eval_rows.chunks(EVAL_BLOCK) {
+        let n = self.eval_rows.len();
+        for start in (0..n).step_by(EVAL_BLOCK) {
+            let block = &self.eval_rows[start..(start + EVAL_BLOCK).min(n)];
+            // The next block's rows, while this one computes.
+            let next = (start + EVAL_BLOCK).min(n)..(start + 2 * EVAL_BLOCK).min(n);
+            for &i in &self.eval_rows[next] {
+                let r = self.starts[i as usize]..self.starts[i as usize + 1];
+                crate::simd::prefetch(&self.cols[r.clone()]);
+                crate::simd::prefetch(&self.vals[r]);
+            }
             forward_rows(
                 &self.starts,
                 &self.cols,
@@ -416,6 +425,14 @@ fn gradient_rows_body(
     delta: &mut [f32],
 ) {
     let c = delta.len();
+    // The minibatch's rows are scattered over a data set larger than the
+    // caches: ask for all of them at once, so that their misses overlap
+    // instead of each row's first access waiting in turn.
+    for &i in rows {
+        let r = starts[i as usize]..starts[i as usize + 1];
+        crate::simd::prefetch(&cols[r.clone()]);
+        crate::simd::prefetch(&vals[r]);
+    }
     forward_rows_body(starts, cols, vals, rows, w, c, z);
     for (&i, zi) in rows.iter().zip(z.chunks_exact(c)) {
         let i = i as usize;
