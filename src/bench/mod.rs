@@ -241,16 +241,7 @@ pub fn render(limits: &Limits, rows: &[Row]) -> String {
     let _ = writeln!(
         s,
         "{:<6} {:<22} {:>14} {:<10} {:>8} {:>8} {:>9} {:<7} {:>6} {:>6}",
-        "model",
-        "kernel",
-        "rate/s",
-        "unit",
-        "GFLOP/s",
-        "GB/s",
-        "roofline",
-        "bound",
-        "frac",
-        "peak"
+        "model", "kernel", "rate/s", "unit", "GFLOP/s", "GB/s", "roofline", "bound", "frac", "peak"
     );
     for r in rows {
         let frac = if r.fraction.is_finite() {

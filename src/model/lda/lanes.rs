@@ -337,20 +337,7 @@ impl Group<'_> {
         for s in 0..LANES {
             u[s] = r * sum[s];
         }
-        // Counted in f64 (exact for these small integers): a float sum in a
-        // fixed order keeps the compiler from turning the loop over topics
-        // into a reduction with gathers; it stays one vector op per topic.
-        // Four partial counts (sums of zeros and ones are exact in any order).
-        let mut cnt = [[0.0f64; LANES]; 4];
-        for (j, pt) in prefix[..k - 1].iter().enumerate() {
-            for s in 0..LANES {
-                cnt[j % 4][s] += if pt[s] <= u[s] { 1.0 } else { 0.0 };
-            }
-        }
-        let mut new = [0.0f64; LANES];
-        for s in 0..LANES {
-            new[s] = (cnt[0][s] + cnt[1][s]) + (cnt[2][s] + cnt[3][s]);
-        }
+        let new = count_at_most(&prefix[..k - 1], &u);
         for s in 0..self.lanes {
             // At most K − 1 comparisons hold, so the topic is below K.
             let t = (new[s] as usize).min(k - 1);
@@ -358,6 +345,45 @@ impl Group<'_> {
             unsafe { self.move_token::<C, true>(row, i, s, t) };
         }
     }
+}
+
+/// Lane by lane, the number of `prefix[t]` (t in order) that are at most
+/// `u`: the drawn topic of each lane (module docs).
+///
+/// Counted in f64 (exact for these small integers) in four accumulators,
+/// unrolled by hand: a float sum in a fixed order keeps the compiler from
+/// vectorising across topics (strided loads, gathers), and whole-array
+/// accumulators (no index computed at run time) stay in vector registers,
+/// one compare and one masked add per topic.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [f64; LANES] {
+    #[inline(always)]
+    fn add(cnt: &mut [f64; LANES], pt: &[f64; LANES], u: &[f64; LANES]) {
+        for s in 0..LANES {
+            cnt[s] += if pt[s] <= u[s] { 1.0 } else { 0.0 };
+        }
+    }
+    let mut c0 = [0.0f64; LANES];
+    let mut c1 = [0.0f64; LANES];
+    let mut c2 = [0.0f64; LANES];
+    let mut c3 = [0.0f64; LANES];
+    let chunks = prefix.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        add(&mut c0, &c[0], u);
+        add(&mut c1, &c[1], u);
+        add(&mut c2, &c[2], u);
+        add(&mut c3, &c[3], u);
+    }
+    for pt in rest {
+        add(&mut c0, pt, u);
+    }
+    let mut new = [0.0f64; LANES];
+    for s in 0..LANES {
+        new[s] = (c0[s] + c1[s]) + (c2[s] + c3[s]);
+    }
+    new
 }
 
 /// The Gibbs updates of one document's tokens for several groups of runs
