@@ -662,3 +662,53 @@ pub(super) fn sweep_groups(
         unstack(&gb.rows32, 2, classes, k, &mut dst);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count_at_most` gives, lane by lane, the topic the scalar draw
+    /// ([`super::super::sweep::draw`]) picks, for every K up to 33 (each
+    /// remainder of the unrolled loop), with ties and u past every prefix sum.
+    #[test]
+    fn count_matches_the_scalar_draw() {
+        let mut seed = 1u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for k in 2..=33 {
+            for _ in 0..20 {
+                // Weights with zeros (ties in the prefix sums) in some lanes.
+                let w: Vec<[f64; LANES]> = (0..k)
+                    .map(|_| std::array::from_fn(|_| if next() < 0.2 { 0.0 } else { next() }))
+                    .collect();
+                let mut prefix = vec![[0.0; LANES]; k];
+                let mut run = [0.0f64; LANES];
+                for (p, wt) in prefix.iter_mut().zip(&w) {
+                    for s in 0..LANES {
+                        run[s] += wt[s];
+                    }
+                    *p = run;
+                }
+                let u: [f64; LANES] = std::array::from_fn(|s| {
+                    if s == 0 {
+                        run[s] * 2.0
+                    } else if s == 1 {
+                        prefix[k / 2][s]
+                    } else {
+                        next() * run[s]
+                    }
+                });
+                let got = count_at_most(&prefix[..k - 1], &u);
+                for s in 0..LANES {
+                    let col: Vec<f64> = w.iter().map(|wt| wt[s]).collect();
+                    let want = super::super::sweep::draw(&col, u[s]);
+                    assert_eq!(got[s] as usize, want, "K = {k}, lane {s}");
+                }
+            }
+        }
+    }
+}
