@@ -337,20 +337,7 @@ impl Group<'_> {
         for s in 0..LANES {
             u[s] = r * sum[s];
         }
-        // Counted in f64 (exact for these small integers): a float sum in a
-        // fixed order keeps the compiler from turning the loop over topics
-        // into a reduction with gathers; it stays one vector op per topic.
-        // Four partial counts (sums of zeros and ones are exact in any order).
-        let mut cnt = [[0.0f64; LANES]; 4];
-        for (j, pt) in prefix[..k - 1].iter().enumerate() {
-            for s in 0..LANES {
-                cnt[j % 4][s] += if pt[s] <= u[s] { 1.0 } else { 0.0 };
-            }
-        }
-        let mut new = [0.0f64; LANES];
-        for s in 0..LANES {
-            new[s] = (cnt[0][s] + cnt[1][s]) + (cnt[2][s] + cnt[3][s]);
-        }
+        let new = count_at_most(&prefix[..k - 1], &u);
         for s in 0..self.lanes {
             // At most K − 1 comparisons hold, so the topic is below K.
             let t = (new[s] as usize).min(k - 1);
@@ -358,6 +345,45 @@ impl Group<'_> {
             unsafe { self.move_token::<C, true>(row, i, s, t) };
         }
     }
+}
+
+/// Lane by lane, the number of `prefix[t]` (t in order) that are at most
+/// `u`: the drawn topic of each lane (module docs).
+///
+/// Counted in f64 (exact for these small integers) in four accumulators,
+/// unrolled by hand: a float sum in a fixed order keeps the compiler from
+/// vectorising across topics (strided loads, gathers), and whole-array
+/// accumulators (no index computed at run time) stay in vector registers,
+/// one compare and one masked add per topic.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [f64; LANES] {
+    #[inline(always)]
+    fn add(cnt: &mut [f64; LANES], pt: &[f64; LANES], u: &[f64; LANES]) {
+        for s in 0..LANES {
+            cnt[s] += if pt[s] <= u[s] { 1.0 } else { 0.0 };
+        }
+    }
+    let mut c0 = [0.0f64; LANES];
+    let mut c1 = [0.0f64; LANES];
+    let mut c2 = [0.0f64; LANES];
+    let mut c3 = [0.0f64; LANES];
+    let chunks = prefix.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        add(&mut c0, &c[0], u);
+        add(&mut c1, &c[1], u);
+        add(&mut c2, &c[2], u);
+        add(&mut c3, &c[3], u);
+    }
+    for pt in rest {
+        add(&mut c0, pt, u);
+    }
+    let mut new = [0.0f64; LANES];
+    for s in 0..LANES {
+        new[s] = (c0[s] + c1[s]) + (c2[s] + c3[s]);
+    }
+    new
 }
 
 /// The Gibbs updates of one document's tokens for several groups of runs
@@ -634,5 +660,55 @@ pub(super) fn sweep_groups(
         unstack(&gb.rows8, 0, classes, k, &mut dst);
         unstack(&gb.rows16, 1, classes, k, &mut dst);
         unstack(&gb.rows32, 2, classes, k, &mut dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count_at_most` gives, lane by lane, the topic the scalar draw
+    /// ([`super::super::sweep::draw`]) picks, for every K up to 33 (each
+    /// remainder of the unrolled loop), with ties and u past every prefix sum.
+    #[test]
+    fn count_matches_the_scalar_draw() {
+        let mut seed = 1u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for k in 2..=33 {
+            for _ in 0..20 {
+                // Weights with zeros (ties in the prefix sums) in some lanes.
+                let w: Vec<[f64; LANES]> = (0..k)
+                    .map(|_| std::array::from_fn(|_| if next() < 0.2 { 0.0 } else { next() }))
+                    .collect();
+                let mut prefix = vec![[0.0; LANES]; k];
+                let mut run = [0.0f64; LANES];
+                for (p, wt) in prefix.iter_mut().zip(&w) {
+                    for s in 0..LANES {
+                        run[s] += wt[s];
+                    }
+                    *p = run;
+                }
+                let u: [f64; LANES] = std::array::from_fn(|s| {
+                    if s == 0 {
+                        run[s] * 2.0
+                    } else if s == 1 {
+                        prefix[k / 2][s]
+                    } else {
+                        next() * run[s]
+                    }
+                });
+                let got = count_at_most(&prefix[..k - 1], &u);
+                for s in 0..LANES {
+                    let col: Vec<f64> = w.iter().map(|wt| wt[s]).collect();
+                    let want = super::super::sweep::draw(&col, u[s]);
+                    assert_eq!(got[s] as usize, want, "K = {k}, lane {s}");
+                }
+            }
+        }
     }
 }
