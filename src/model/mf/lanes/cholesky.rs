@@ -1,0 +1,131 @@
+//! Cholesky solves of the lane systems, lane by lane in the scalar order of
+//! [`crate::model::mf::single::cholesky_solve_upper`].
+
+use super::V;
+use super::simd::Simd;
+
+/// Solves `g · x = b` lane by lane (`g` symmetric positive definite, its
+/// upper triangle used); `b` becomes x and the upper triangle of `g` the
+/// Cholesky factor U (A = UᵀU). U is computed row by row, each entry
+/// accumulated in registers: entry (j, c) is `A_jc − U_0j·U_0c − U_1j·U_1c −
+/// …` in that order, then scaled by 1 / U_jj — exactly the sequence of
+/// updates the right-looking scalar factorization
+/// ([`super::single::cholesky_solve_upper`]) applies to it, so the bits are
+/// the same.
+#[inline(always)]
+pub(super) fn cholesky_solve_p<S: Simd, const P: usize>(g: &mut [[V; P]; P], b: &mut [V; P]) {
+    for j in 0..P {
+        let mut inv = S::splat(0.0);
+        let mut c0 = j;
+        while c0 < P {
+            let cs = 8.min(P - c0);
+            inv = match cs {
+                8 => chol_block_p::<S, P, 8>(g, j, c0, inv),
+                7 => chol_block_p::<S, P, 7>(g, j, c0, inv),
+                6 => chol_block_p::<S, P, 6>(g, j, c0, inv),
+                5 => chol_block_p::<S, P, 5>(g, j, c0, inv),
+                4 => chol_block_p::<S, P, 4>(g, j, c0, inv),
+                3 => chol_block_p::<S, P, 3>(g, j, c0, inv),
+                2 => chol_block_p::<S, P, 2>(g, j, c0, inv),
+                _ => chol_block_p::<S, P, 1>(g, j, c0, inv),
+            };
+            c0 += cs;
+        }
+    }
+    let mut x: [S::R; P] = std::array::from_fn(|s| S::load(&b[s]));
+    // Uᵀ y = b: y_j = b_j / U_jj, then b_i −= U_ji · y_j for i > j.
+    for j in 0..P {
+        let y = S::div(x[j], S::load(&g[j][j]));
+        x[j] = y;
+        for i in j + 1..P {
+            x[i] = S::fnma(S::load(&g[j][i]), y, x[i]);
+        }
+    }
+    // U x = y: x_j = (y_j − Σ_{t>j} U_jt x_t) / U_jj, the sum from −0 in t order.
+    for j in (0..P).rev() {
+        let mut s = S::splat(-0.0);
+        for t in j + 1..P {
+            s = S::fma(S::load(&g[j][t]), x[t], s);
+        }
+        x[j] = S::div(S::sub(x[j], s), S::load(&g[j][j]));
+    }
+    for s in 0..P {
+        S::store(x[s], &mut b[s]);
+    }
+}
+
+/// Row j of U, columns `c0..c0+CS`. The block with c0 = j holds the pivot
+/// and returns 1 / U_jj; later blocks scale by `inv` and return it.
+#[inline(always)]
+fn chol_block_p<S: Simd, const P: usize, const CS: usize>(
+    g: &mut [[V; P]; P],
+    j: usize,
+    c0: usize,
+    inv: S::R,
+) -> S::R {
+    let row: &[V; CS] = g[j][c0..c0 + CS].try_into().expect("CS entries");
+    let mut t: [S::R; CS] = std::array::from_fn(|c| S::load(&row[c]));
+    for gk in &g[..j] {
+        let f = S::load(&gk[j]);
+        let u: &[V; CS] = gk[c0..c0 + CS].try_into().expect("CS entries");
+        for c in 0..CS {
+            t[c] = S::fnma(f, S::load(&u[c]), t[c]);
+        }
+    }
+    let inv = if c0 == j {
+        let d = S::pivot(t[0]);
+        t[0] = d;
+        let inv = S::div(S::splat(1.0), d);
+        for v in t.iter_mut().skip(1) {
+            *v = S::mul(*v, inv);
+        }
+        inv
+    } else {
+        for v in t.iter_mut() {
+            *v = S::mul(*v, inv);
+        }
+        inv
+    };
+    let row: &mut [V; CS] = (&mut g[j][c0..c0 + CS]).try_into().expect("CS entries");
+    for c in 0..CS {
+        S::store(t[c], &mut row[c]);
+    }
+    inv
+}
+
+/// [`cholesky_solve_p`] for a p known only at run time.
+#[inline(always)]
+pub(super) fn cholesky_solve<S: Simd>(p: usize, gram: &mut [V], rhs: &mut [V]) {
+    for j in 0..p {
+        let mut inv = S::splat(0.0);
+        for c in j..p {
+            let mut t = S::load(&gram[j * p + c]);
+            for k in 0..j {
+                t = S::fnma(S::load(&gram[k * p + j]), S::load(&gram[k * p + c]), t);
+            }
+            if c == j {
+                t = S::pivot(t);
+                inv = S::div(S::splat(1.0), t);
+            } else {
+                t = S::mul(t, inv);
+            }
+            S::store(t, &mut gram[j * p + c]);
+        }
+    }
+    for j in 0..p {
+        let y = S::div(S::load(&rhs[j]), S::load(&gram[j * p + j]));
+        S::store(y, &mut rhs[j]);
+        for i in j + 1..p {
+            let b = S::fnma(S::load(&gram[j * p + i]), y, S::load(&rhs[i]));
+            S::store(b, &mut rhs[i]);
+        }
+    }
+    for j in (0..p).rev() {
+        let mut s = S::splat(-0.0);
+        for t in j + 1..p {
+            s = S::fma(S::load(&gram[j * p + t]), S::load(&rhs[t]), s);
+        }
+        let x = S::div(S::sub(S::load(&rhs[j]), s), S::load(&gram[j * p + j]));
+        S::store(x, &mut rhs[j]);
+    }
+}
