@@ -129,3 +129,140 @@ pub(super) fn cholesky_solve<S: Simd>(p: usize, gram: &mut [V], rhs: &mut [V]) {
         S::store(x, &mut rhs[j]);
     }
 }
+
+/// Systems solved side by side by [`cholesky_solve_many`].
+pub(super) const NB: usize = 4;
+
+/// One system of [`cholesky_solve_many`]: the matrix and the right-hand side.
+type Sys<'a, const P: usize> = (&'a mut [[V; P]; P], &'a mut [V; P]);
+
+/// [`cholesky_solve_p`] for [`NB`] independent systems at once, `sys` holding
+/// them one after the other (`P² + P` entries each: the matrix row-major, then
+/// the right-hand side, as [`super::system`] lays them out).
+///
+/// One system alone is a chain of dependent operations (each entry of U a
+/// sum in k order, each substitution a sum in t order, a square root and a
+/// division per row), so it waits on latencies far more than on the FMA
+/// units. Here every operation is issued for the `NB` systems in turn: each
+/// system still gets exactly the operations of [`cholesky_solve_p`] in the
+/// same order (so the same bits), but `NB` independent chains keep the units
+/// busy.
+#[inline(always)]
+pub(super) fn cholesky_solve_many<S: Simd, const P: usize>(sys: &mut [V]) {
+    let per = P * P + P;
+    let mut it = sys[..NB * per].chunks_exact_mut(per).map(|s| {
+        let (g, b) = s.split_at_mut(P * P);
+        let g: &mut [[V; P]; P] = g
+            .as_chunks_mut::<P>()
+            .0
+            .try_into()
+            .expect("P rows of P entries");
+        let b: &mut [V; P] = b.try_into().expect("P entries");
+        (g, b)
+    });
+    let mut g: [Sys<'_, P>; NB] = std::array::from_fn(|_| it.next().expect("NB systems"));
+    let g = &mut g;
+    for j in 0..P {
+        let mut inv = [S::splat(0.0); NB];
+        let mut c0 = j;
+        while c0 < P {
+            let cs = 4.min(P - c0);
+            inv = match cs {
+                4 => chol_block_many::<S, P, 4>(g, j, c0, inv),
+                3 => chol_block_many::<S, P, 3>(g, j, c0, inv),
+                2 => chol_block_many::<S, P, 2>(g, j, c0, inv),
+                _ => chol_block_many::<S, P, 1>(g, j, c0, inv),
+            };
+            c0 += cs;
+        }
+    }
+    // (Plain loops, not `std::array::from_fn`: its closures are not always
+    // inlined into the `#[target_feature]` entry points.)
+    let mut x = [[S::splat(0.0); P]; NB];
+    for n in 0..NB {
+        for s in 0..P {
+            x[n][s] = S::load(&g[n].1[s]);
+        }
+    }
+    // Uᵀ y = b: y_j = b_j / U_jj, then b_i −= U_ji · y_j for i > j.
+    for j in 0..P {
+        let mut y = [S::splat(0.0); NB];
+        for n in 0..NB {
+            y[n] = S::div(x[n][j], S::load(&g[n].0[j][j]));
+            x[n][j] = y[n];
+        }
+        for i in j + 1..P {
+            for n in 0..NB {
+                x[n][i] = S::fnma(S::load(&g[n].0[j][i]), y[n], x[n][i]);
+            }
+        }
+    }
+    // U x = y: x_j = (y_j − Σ_{t>j} U_jt x_t) / U_jj, the sum from −0 in t order.
+    for j in (0..P).rev() {
+        let mut s = [S::splat(-0.0); NB];
+        for t in j + 1..P {
+            for n in 0..NB {
+                s[n] = S::fma(S::load(&g[n].0[j][t]), x[n][t], s[n]);
+            }
+        }
+        for n in 0..NB {
+            x[n][j] = S::div(S::sub(x[n][j], s[n]), S::load(&g[n].0[j][j]));
+        }
+    }
+    for n in 0..NB {
+        for s in 0..P {
+            S::store(x[n][s], &mut g[n].1[s]);
+        }
+    }
+}
+
+/// [`chol_block_p`] for the [`NB`] systems of [`cholesky_solve_many`]: row j
+/// of each U, columns `c0..c0+CS`, with the same operations per entry.
+#[inline(always)]
+fn chol_block_many<S: Simd, const P: usize, const CS: usize>(
+    g: &mut [Sys<'_, P>; NB],
+    j: usize,
+    c0: usize,
+    inv: [S::R; NB],
+) -> [S::R; NB] {
+    let mut t = [[S::splat(0.0); CS]; NB];
+    for n in 0..NB {
+        let row: &[V; CS] = g[n].0[j][c0..c0 + CS].try_into().expect("CS entries");
+        for c in 0..CS {
+            t[n][c] = S::load(&row[c]);
+        }
+    }
+    for k in 0..j {
+        for n in 0..NB {
+            let gk = &g[n].0[k];
+            let f = S::load(&gk[j]);
+            let u: &[V; CS] = gk[c0..c0 + CS].try_into().expect("CS entries");
+            for c in 0..CS {
+                t[n][c] = S::fnma(f, S::load(&u[c]), t[n][c]);
+            }
+        }
+    }
+    let mut out = inv;
+    for n in 0..NB {
+        if c0 == j {
+            let d = S::pivot(t[n][0]);
+            t[n][0] = d;
+            let inv = S::div(S::splat(1.0), d);
+            for v in t[n].iter_mut().skip(1) {
+                *v = S::mul(*v, inv);
+            }
+            out[n] = inv;
+        } else {
+            for v in t[n].iter_mut() {
+                *v = S::mul(*v, inv[n]);
+            }
+        }
+        let row: &mut [V; CS] = (&mut g[n].0[j][c0..c0 + CS])
+            .try_into()
+            .expect("CS entries");
+        for c in 0..CS {
+            S::store(t[n][c], &mut row[c]);
+        }
+    }
+    out
+}

@@ -12,7 +12,9 @@ pub(super) const CHUNK: usize = 16;
 pub(super) const TILE: usize = 4;
 
 /// Adds the ratings `idx`/`values` to the upper triangle of `g` (Σ x xᵀ)
-/// and to `b` (Σ a x), each entry in rating order.
+/// and to `b` (Σ a x), each entry in rating order. With `fresh` the sums
+/// start from +0 instead (what `g` and `b` held is ignored, so they need no
+/// zeroing first; the same bits as adding to zeroed ones).
 #[inline(always)]
 pub(super) fn accumulate_p<S: Simd, const P: usize>(
     idx: &[u32],
@@ -20,19 +22,30 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
     other: &[V],
     g: &mut [[V; P]; P],
     b: &mut [V; P],
+    fresh: bool,
 ) {
+    if fresh && idx.is_empty() {
+        for (s, row) in g.iter_mut().enumerate() {
+            for v in &mut row[s..] {
+                *v = V::splat(0.0);
+            }
+        }
+        *b = [V::splat(0.0); P];
+        return;
+    }
     if P <= 5 {
         // Every accumulator fits in registers: one pass over the ratings.
         let mut acc: [[S::R; P]; P] = std::array::from_fn(|s| {
             std::array::from_fn(|t| {
-                if t >= s {
+                if t >= s && !fresh {
                     S::load(&g[s][t])
                 } else {
                     S::splat(0.0)
                 }
             })
         });
-        let mut rb: [S::R; P] = std::array::from_fn(|s| S::load(&b[s]));
+        let mut rb: [S::R; P] =
+            std::array::from_fn(|s| if fresh { S::splat(0.0) } else { S::load(&b[s]) });
         for (&k, &a) in idx.iter().zip(values) {
             let x: &[V; P] = other[k as usize * P..(k as usize + 1) * P]
                 .try_into()
@@ -56,6 +69,7 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
     }
     let g = g.as_flattened_mut();
     let mut chunks = idx.chunks(CHUNK).zip(values.chunks(CHUNK)).peekable();
+    let mut first = fresh;
     while let Some((idx, values)) = chunks.next() {
         // The rows of the next chunk are fetched while this one is summed.
         if let Some((next, _)) = chunks.peek() {
@@ -71,16 +85,17 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
             let mut t0 = s0;
             while t0 < P {
                 let cs = TILE.min(P - t0);
-                tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, P, s0, t0, g);
+                tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, P, s0, t0, g, first);
                 t0 += cs;
             }
             s0 += rs;
         }
-        rhs_blocks::<S>(idx, values, other, P, b);
+        rhs_blocks::<S>(idx, values, other, P, b, first);
+        first = false;
     }
 }
 
-/// Adds `Σ_k a_k x_k` over the ratings to `rhs`, eight entries at a time.
+/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k` over the ratings to `rhs`, eight entries at a time.
 #[inline(always)]
 pub(super) fn rhs_blocks<S: Simd>(
     idx: &[u32],
@@ -88,19 +103,20 @@ pub(super) fn rhs_blocks<S: Simd>(
     other: &[V],
     p: usize,
     rhs: &mut [V],
+    fresh: bool,
 ) {
     let mut s0 = 0;
     while s0 < p {
         let cs = 8.min(p - s0);
         match cs {
-            8 => rhs_block::<S, 8>(idx, values, other, p, s0, rhs),
-            7 => rhs_block::<S, 7>(idx, values, other, p, s0, rhs),
-            6 => rhs_block::<S, 6>(idx, values, other, p, s0, rhs),
-            5 => rhs_block::<S, 5>(idx, values, other, p, s0, rhs),
-            4 => rhs_block::<S, 4>(idx, values, other, p, s0, rhs),
-            3 => rhs_block::<S, 3>(idx, values, other, p, s0, rhs),
-            2 => rhs_block::<S, 2>(idx, values, other, p, s0, rhs),
-            _ => rhs_block::<S, 1>(idx, values, other, p, s0, rhs),
+            8 => rhs_block::<S, 8>(idx, values, other, p, s0, rhs, fresh),
+            7 => rhs_block::<S, 7>(idx, values, other, p, s0, rhs, fresh),
+            6 => rhs_block::<S, 6>(idx, values, other, p, s0, rhs, fresh),
+            5 => rhs_block::<S, 5>(idx, values, other, p, s0, rhs, fresh),
+            4 => rhs_block::<S, 4>(idx, values, other, p, s0, rhs, fresh),
+            3 => rhs_block::<S, 3>(idx, values, other, p, s0, rhs, fresh),
+            2 => rhs_block::<S, 2>(idx, values, other, p, s0, rhs, fresh),
+            _ => rhs_block::<S, 1>(idx, values, other, p, s0, rhs, fresh),
         }
         s0 += cs;
     }
@@ -118,13 +134,14 @@ pub(super) fn tile_dispatch<S: Simd>(
     s0: usize,
     t0: usize,
     gram: &mut [V],
+    fresh: bool,
 ) {
     macro_rules! go {
         ($r:literal, $c:literal) => {
             if diag {
-                tile::<S, $r, $c, true>(idx, other, p, s0, t0, gram)
+                tile::<S, $r, $c, true>(idx, other, p, s0, t0, gram, fresh)
             } else {
-                tile::<S, $r, $c, false>(idx, other, p, s0, t0, gram)
+                tile::<S, $r, $c, false>(idx, other, p, s0, t0, gram, fresh)
             }
         };
     }
@@ -148,7 +165,7 @@ pub(super) fn tile_dispatch<S: Simd>(
     }
 }
 
-/// Adds `Σ_k x_k[s0+a] · x_k[t0+b]` over the ratings `idx` to the tile of
+/// Adds (`fresh`: sets to +0 plus) `Σ_k x_k[s0+a] · x_k[t0+b]` over the ratings `idx` to the tile of
 /// `gram` at rows `s0..s0+RS`, columns `t0..t0+CS` (on a diagonal tile only
 /// the entries with `t ≥ s`).
 #[inline(always)]
@@ -159,11 +176,12 @@ fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
     s0: usize,
     t0: usize,
     gram: &mut [V],
+    fresh: bool,
 ) {
     let mut acc = [[S::splat(0.0); CS]; RS];
     for (a, row) in acc.iter_mut().enumerate() {
         for (b, v) in row.iter_mut().enumerate() {
-            if !DIAG || b >= a {
+            if !fresh && (!DIAG || b >= a) {
                 *v = S::load(&gram[(s0 + a) * p + t0 + b]);
             }
         }
@@ -191,7 +209,7 @@ fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
     }
 }
 
-/// Adds `Σ_k a_k x_k[s0+c]` over the ratings to `rhs[s0..s0+CS]`.
+/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k[s0+c]` over the ratings to `rhs[s0..s0+CS]`.
 #[inline(always)]
 fn rhs_block<S: Simd, const CS: usize>(
     idx: &[u32],
@@ -200,9 +218,15 @@ fn rhs_block<S: Simd, const CS: usize>(
     p: usize,
     s0: usize,
     rhs: &mut [V],
+    fresh: bool,
 ) {
     let rhs: &mut [V; CS] = (&mut rhs[s0..s0 + CS]).try_into().expect("CS entries");
-    let mut acc: [S::R; CS] = std::array::from_fn(|c| S::load(&rhs[c]));
+    let mut acc = [S::splat(0.0); CS];
+    if !fresh {
+        for c in 0..CS {
+            acc[c] = S::load(&rhs[c]);
+        }
+    }
     for (&k, &a) in idx.iter().zip(values) {
         let x = &other[k as usize * p..(k as usize + 1) * p];
         let xs: &[V; CS] = x[s0..s0 + CS].try_into().expect("CS entries");

@@ -53,7 +53,7 @@ mod cholesky;
 mod gram;
 pub mod simd;
 
-use cholesky::{cholesky_solve, cholesky_solve_p};
+use cholesky::{NB, cholesky_solve, cholesky_solve_many, cholesky_solve_p};
 use gram::{CHUNK, TILE, accumulate_p, rhs_blocks, tile_dispatch};
 #[cfg(target_arch = "x86_64")]
 use simd::x86;
@@ -243,33 +243,66 @@ fn half_step_p<S: Simd, const P: usize>(
                 let hi = lo + idx[lo..ptr[i + 1]].partition_point(|&k| k < end);
                 if hi > lo {
                     let (g, b) = system::<P>(sys);
-                    accumulate_p::<S, P>(&idx[lo..hi], &values[lo..hi], other, g, b);
+                    accumulate_p::<S, P>(&idx[lo..hi], &values[lo..hi], other, g, b, false);
                 }
                 cursor[i] = hi;
             }
             start = end as usize;
         }
-        for (sys, row_out) in scratch.chunks_exact_mut(per).zip(out.chunks_exact_mut(P)) {
-            let (g, b) = system::<P>(sys);
-            finish_p::<S, P>(lambda, g, b);
-            row_out.copy_from_slice(b);
-        }
+        finish_all::<S, P>(lambda, scratch, out);
     } else {
+        // NB rows at a time: their normal equations, then their solves side
+        // by side (each row's arithmetic as alone).
         scratch.clear();
-        scratch.resize(per, zero);
-        let (g, b) = system::<P>(scratch);
-        for (i, row_out) in out.chunks_exact_mut(P).enumerate() {
-            let rg = ptr[i]..ptr[i + 1];
-            for (s, row) in g.iter_mut().enumerate() {
-                for v in &mut row[s..] {
-                    *v = zero;
-                }
+        scratch.resize(NB * per, zero);
+        let mut i0 = 0;
+        while i0 < rows {
+            let nb = NB.min(rows - i0);
+            for (n, sys) in scratch.chunks_exact_mut(per).take(nb).enumerate() {
+                let (g, b) = system::<P>(sys);
+                let rg = ptr[i0 + n]..ptr[i0 + n + 1];
+                // `fresh`: the sums start from zero, whatever `g` and `b` hold.
+                accumulate_p::<S, P>(&idx[rg.clone()], &values[rg], other, g, b, true);
             }
-            *b = [zero; P];
-            accumulate_p::<S, P>(&idx[rg.clone()], &values[rg], other, g, b);
-            finish_p::<S, P>(lambda, g, b);
-            row_out.copy_from_slice(b);
+            finish_all::<S, P>(
+                lambda,
+                &mut scratch[..nb * per],
+                &mut out[i0 * P..(i0 + nb) * P],
+            );
+            i0 += nb;
         }
+    }
+}
+
+/// Adds λ to the diagonals of the systems in `sys` (laid out as by
+/// [`system`]) and solves them, [`NB`] side by side while that many remain,
+/// then one by one; row `i`'s solution goes to `out[i·P..(i+1)·P]`.
+#[inline(always)]
+fn finish_all<S: Simd, const P: usize>(lambda: f64, sys: &mut [V], out: &mut [V]) {
+    let per = P * P + P;
+    let lam = S::splat(lambda);
+    for s in sys.chunks_exact_mut(per) {
+        let (g, _) = system::<P>(s);
+        for (d, row) in g.iter_mut().enumerate() {
+            S::store(S::add(S::load(&row[d]), lam), &mut row[d]);
+        }
+    }
+    let mut groups = sys.chunks_exact_mut(NB * per);
+    let mut outs = out.chunks_exact_mut(NB * P);
+    for (group, o) in (&mut groups).zip(&mut outs) {
+        cholesky_solve_many::<S, P>(group);
+        for (s, row_out) in group.chunks_exact_mut(per).zip(o.chunks_exact_mut(P)) {
+            row_out.copy_from_slice(&s[P * P..]);
+        }
+    }
+    for (s, row_out) in groups
+        .into_remainder()
+        .chunks_exact_mut(per)
+        .zip(outs.into_remainder().chunks_exact_mut(P))
+    {
+        let (g, b) = system::<P>(s);
+        cholesky_solve_p::<S, P>(g, b);
+        row_out.copy_from_slice(b);
     }
 }
 
@@ -284,16 +317,6 @@ fn system<const P: usize>(sys: &mut [V]) -> (&mut [[V; P]; P], &mut [V; P]) {
         .try_into()
         .expect("P rows of P entries");
     (g, b.try_into().expect("P entries"))
-}
-
-/// Adds λ to the diagonal and solves: `b` becomes the row's new factors.
-#[inline(always)]
-fn finish_p<S: Simd, const P: usize>(lambda: f64, g: &mut [[V; P]; P], b: &mut [V; P]) {
-    let lam = S::splat(lambda);
-    for (s, row) in g.iter_mut().enumerate() {
-        S::store(S::add(S::load(&row[s]), lam), &mut row[s]);
-    }
-    cholesky_solve_p::<S, P>(g, b);
 }
 
 /// [`half_step_p`] for a p known only at run time (the same operations in
@@ -330,12 +353,12 @@ fn half_step_general<S: Simd>(
                 let mut t0 = s0;
                 while t0 < p {
                     let cs = TILE.min(p - t0);
-                    tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, p, s0, t0, gram);
+                    tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, p, s0, t0, gram, false);
                     t0 += cs;
                 }
                 s0 += rs;
             }
-            rhs_blocks::<S>(idx, values, other, p, rhs);
+            rhs_blocks::<S>(idx, values, other, p, rhs, false);
         }
         for s in 0..p {
             let d = &mut gram[s * p + s];
@@ -398,7 +421,7 @@ fn squared_error_general<S: Simd>(
 ) -> V {
     /// Ratings whose dot products are formed side by side (independent
     /// chains); their squared residuals are then added in order.
-    const Q: usize = 4;
+    const Q: usize = 8;
     let mut total = S::splat(0.0);
     for (i, li) in l.chunks_exact(p).enumerate() {
         let rg = ptr[i]..ptr[i + 1];
