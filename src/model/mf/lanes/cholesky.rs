@@ -266,3 +266,63 @@ fn chol_block_many<S: Simd, const P: usize, const CS: usize>(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::simd::Portable;
+    use super::*;
+
+    /// [`NB`] different positive definite systems of size `P` (lanes differ too).
+    fn systems<const P: usize>() -> Vec<V> {
+        let per = P * P + P;
+        let mut sys = vec![V::splat(0.0); NB * per];
+        for (n, s) in sys.chunks_exact_mut(per).enumerate() {
+            for l in 0..super::super::W {
+                let x = |i: usize| ((i * 37 + n * 11 + l * 5) % 23) as f64 / 7.0 - 1.5;
+                for a in 0..P {
+                    for c in a..P {
+                        let v: f64 = (0..P + 2).map(|k| x(a * 31 + k) * x(c * 31 + k)).sum();
+                        s[a * P + c][l] = v + if a == c { 0.3 } else { 0.0 };
+                    }
+                    s[P * P + a][l] = x(a * 13 + 7);
+                }
+            }
+        }
+        sys
+    }
+
+    fn solve_both<const P: usize>() {
+        let per = P * P + P;
+        let mut many = systems::<P>();
+        let mut one = many.clone();
+        cholesky_solve_many::<Portable, P>(&mut many);
+        for s in one.chunks_exact_mut(per) {
+            let (g, b) = s.split_at_mut(P * P);
+            let g: &mut [[V; P]; P] = g.as_chunks_mut::<P>().0.try_into().unwrap();
+            cholesky_solve_p::<Portable, P>(g, b.try_into().unwrap());
+        }
+        let bits = |v: &[V]| -> Vec<u64> {
+            v.iter()
+                .flat_map(|x| x.0.iter().map(|f| f.to_bits()))
+                .collect()
+        };
+        // The factors (upper triangles) and the solutions agree bit for bit.
+        for (a, b) in many.chunks_exact(per).zip(one.chunks_exact(per)) {
+            for r in 0..P {
+                assert_eq!(
+                    bits(&a[r * P + r..(r + 1) * P]),
+                    bits(&b[r * P + r..(r + 1) * P])
+                );
+            }
+            assert_eq!(bits(&a[P * P..]), bits(&b[P * P..]), "P = {P}");
+        }
+    }
+
+    #[test]
+    fn systems_side_by_side_give_each_system_alone_bit_for_bit() {
+        solve_both::<1>();
+        solve_both::<5>();
+        solve_both::<10>();
+        solve_both::<20>();
+    }
+}
