@@ -1,0 +1,241 @@
+//! The normal equations of a row, lane by lane: the upper triangle of
+//! `Σ x xᵀ` in register tiles and `Σ a x`, each entry summed in rating order.
+
+use super::V;
+use super::simd::Simd;
+
+/// Ratings summed per pass over a row's Gram tiles: the factors they point
+/// at (`CHUNK · p` lane vectors) stay in L1 while every tile reads them.
+pub(super) const CHUNK: usize = 16;
+
+/// Gram tiles are `TILE × TILE` blocks of the upper triangle.
+pub(super) const TILE: usize = 4;
+
+/// Adds the ratings `idx`/`values` to the upper triangle of `g` (Σ x xᵀ)
+/// and to `b` (Σ a x), each entry in rating order. With `fresh` the sums
+/// start from +0 instead (what `g` and `b` held is ignored, so they need no
+/// zeroing first; the same bits as adding to zeroed ones).
+#[inline(always)]
+pub(super) fn accumulate_p<S: Simd, const P: usize>(
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    g: &mut [[V; P]; P],
+    b: &mut [V; P],
+    fresh: bool,
+) {
+    if fresh && idx.is_empty() {
+        for (s, row) in g.iter_mut().enumerate() {
+            for v in &mut row[s..] {
+                *v = V::splat(0.0);
+            }
+        }
+        *b = [V::splat(0.0); P];
+        return;
+    }
+    if P <= 5 {
+        // Every accumulator fits in registers: one pass over the ratings.
+        let mut acc: [[S::R; P]; P] = std::array::from_fn(|s| {
+            std::array::from_fn(|t| {
+                if t >= s && !fresh {
+                    S::load(&g[s][t])
+                } else {
+                    S::splat(0.0)
+                }
+            })
+        });
+        let mut rb: [S::R; P] =
+            std::array::from_fn(|s| if fresh { S::splat(0.0) } else { S::load(&b[s]) });
+        for (&k, &a) in idx.iter().zip(values) {
+            let x: &[V; P] = other[k as usize * P..(k as usize + 1) * P]
+                .try_into()
+                .expect("P entries");
+            let x: [S::R; P] = std::array::from_fn(|s| S::load(&x[s]));
+            let a = S::splat(a as f64);
+            for s in 0..P {
+                rb[s] = S::fma(a, x[s], rb[s]);
+                for t in s..P {
+                    acc[s][t] = S::fma(x[s], x[t], acc[s][t]);
+                }
+            }
+        }
+        for s in 0..P {
+            for t in s..P {
+                S::store(acc[s][t], &mut g[s][t]);
+            }
+            S::store(rb[s], &mut b[s]);
+        }
+        return;
+    }
+    let g = g.as_flattened_mut();
+    let mut chunks = idx.chunks(CHUNK).zip(values.chunks(CHUNK)).peekable();
+    let mut first = fresh;
+    while let Some((idx, values)) = chunks.next() {
+        // The rows of the next chunk are fetched while this one is summed.
+        if let Some((next, _)) = chunks.peek() {
+            for &k in *next {
+                for v in &other[k as usize * P..(k as usize + 1) * P] {
+                    S::prefetch(v);
+                }
+            }
+        }
+        let mut s0 = 0;
+        while s0 < P {
+            let rs = TILE.min(P - s0);
+            let mut t0 = s0;
+            while t0 < P {
+                let cs = TILE.min(P - t0);
+                tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, P, s0, t0, g, first);
+                t0 += cs;
+            }
+            s0 += rs;
+        }
+        rhs_blocks::<S>(idx, values, other, P, b, first);
+        first = false;
+    }
+}
+
+/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k` over the ratings to `rhs`, eight entries at a time.
+#[inline(always)]
+pub(super) fn rhs_blocks<S: Simd>(
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    p: usize,
+    rhs: &mut [V],
+    fresh: bool,
+) {
+    let mut s0 = 0;
+    while s0 < p {
+        let cs = 8.min(p - s0);
+        match cs {
+            8 => rhs_block::<S, 8>(idx, values, other, p, s0, rhs, fresh),
+            7 => rhs_block::<S, 7>(idx, values, other, p, s0, rhs, fresh),
+            6 => rhs_block::<S, 6>(idx, values, other, p, s0, rhs, fresh),
+            5 => rhs_block::<S, 5>(idx, values, other, p, s0, rhs, fresh),
+            4 => rhs_block::<S, 4>(idx, values, other, p, s0, rhs, fresh),
+            3 => rhs_block::<S, 3>(idx, values, other, p, s0, rhs, fresh),
+            2 => rhs_block::<S, 2>(idx, values, other, p, s0, rhs, fresh),
+            _ => rhs_block::<S, 1>(idx, values, other, p, s0, rhs, fresh),
+        }
+        s0 += cs;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn tile_dispatch<S: Simd>(
+    rs: usize,
+    cs: usize,
+    diag: bool,
+    idx: &[u32],
+    other: &[V],
+    p: usize,
+    s0: usize,
+    t0: usize,
+    gram: &mut [V],
+    fresh: bool,
+) {
+    macro_rules! go {
+        ($r:literal, $c:literal) => {
+            if diag {
+                tile::<S, $r, $c, true>(idx, other, p, s0, t0, gram, fresh)
+            } else {
+                tile::<S, $r, $c, false>(idx, other, p, s0, t0, gram, fresh)
+            }
+        };
+    }
+    match (rs, cs) {
+        (4, 4) => go!(4, 4),
+        (4, 3) => go!(4, 3),
+        (4, 2) => go!(4, 2),
+        (4, 1) => go!(4, 1),
+        (3, 4) => go!(3, 4),
+        (3, 3) => go!(3, 3),
+        (3, 2) => go!(3, 2),
+        (3, 1) => go!(3, 1),
+        (2, 4) => go!(2, 4),
+        (2, 3) => go!(2, 3),
+        (2, 2) => go!(2, 2),
+        (2, 1) => go!(2, 1),
+        (1, 4) => go!(1, 4),
+        (1, 3) => go!(1, 3),
+        (1, 2) => go!(1, 2),
+        _ => go!(1, 1),
+    }
+}
+
+/// Adds (`fresh`: sets to +0 plus) `Σ_k x_k[s0+a] · x_k[t0+b]` over the ratings `idx` to the tile of
+/// `gram` at rows `s0..s0+RS`, columns `t0..t0+CS` (on a diagonal tile only
+/// the entries with `t ≥ s`).
+#[inline(always)]
+fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
+    idx: &[u32],
+    other: &[V],
+    p: usize,
+    s0: usize,
+    t0: usize,
+    gram: &mut [V],
+    fresh: bool,
+) {
+    let mut acc = [[S::splat(0.0); CS]; RS];
+    for (a, row) in acc.iter_mut().enumerate() {
+        for (b, v) in row.iter_mut().enumerate() {
+            if !fresh && (!DIAG || b >= a) {
+                *v = S::load(&gram[(s0 + a) * p + t0 + b]);
+            }
+        }
+    }
+    for &k in idx {
+        let x = &other[k as usize * p..(k as usize + 1) * p];
+        let xs: &[V; RS] = x[s0..s0 + RS].try_into().expect("RS entries");
+        let xt: &[V; CS] = x[t0..t0 + CS].try_into().expect("CS entries");
+        let xs: [S::R; RS] = std::array::from_fn(|a| S::load(&xs[a]));
+        let xt: [S::R; CS] = std::array::from_fn(|b| S::load(&xt[b]));
+        for a in 0..RS {
+            for b in 0..CS {
+                if !DIAG || b >= a {
+                    acc[a][b] = S::fma(xs[a], xt[b], acc[a][b]);
+                }
+            }
+        }
+    }
+    for (a, row) in acc.iter().enumerate() {
+        for (b, v) in row.iter().enumerate() {
+            if !DIAG || b >= a {
+                S::store(*v, &mut gram[(s0 + a) * p + t0 + b]);
+            }
+        }
+    }
+}
+
+/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k[s0+c]` over the ratings to `rhs[s0..s0+CS]`.
+#[inline(always)]
+fn rhs_block<S: Simd, const CS: usize>(
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    p: usize,
+    s0: usize,
+    rhs: &mut [V],
+    fresh: bool,
+) {
+    let rhs: &mut [V; CS] = (&mut rhs[s0..s0 + CS]).try_into().expect("CS entries");
+    let mut acc = [S::splat(0.0); CS];
+    if !fresh {
+        for c in 0..CS {
+            acc[c] = S::load(&rhs[c]);
+        }
+    }
+    for (&k, &a) in idx.iter().zip(values) {
+        let x = &other[k as usize * p..(k as usize + 1) * p];
+        let xs: &[V; CS] = x[s0..s0 + CS].try_into().expect("CS entries");
+        let a = S::splat(a as f64);
+        for c in 0..CS {
+            acc[c] = S::fma(a, S::load(&xs[c]), acc[c]);
+        }
+    }
+    for c in 0..CS {
+        S::store(acc[c], &mut rhs[c]);
+    }
+}

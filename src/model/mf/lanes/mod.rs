@@ -1,0 +1,461 @@
+//! ALS for a cohort of trials at once, one trial per SIMD lane ("structure of
+//! arrays across trials").
+//!
+//! ALS reads no data order, so every member of a cohort performs the same
+//! sequence of operations on the same sparsity pattern; only the values
+//! differ. A lane buffer stores the factors of up to [`W`] trials
+//! interleaved: entry `k` (row or column `k / p`, factor `k % p`) is one
+//! [`V`] whose lane `l` belongs to trial `l`. Every kernel here applies to
+//! each lane exactly the scalar operations of the one-trial code in
+//! [`super::single`] — the same Gram sums in the same order, the same
+//! Cholesky factorization and substitutions, the same squared-error sum — so
+//! each lane's bits equal the trial's bits alone and cannot depend on the
+//! other lanes. Nothing ever reduces across lanes. Unused lanes hold zeros
+//! (their systems are λI, their solutions zero).
+//!
+//! Each kernel is compiled once per [`crate::simd::Level`] (`lane_kernel!`,
+//! the [`crate::kernel!`] pattern with a register type per level, [`Simd`]):
+//! a lane operation is one AVX-512 instruction, two AVX2 instructions or
+//! eight scalar ones, each lane the correctly rounded IEEE operation of the
+//! scalar code (fused multiply-adds included: `f64::mul_add` on the portable
+//! level), so every level gives the same bits.
+
+/// Lanes per group: trials computed side by side (one AVX-512 register of f64).
+pub const W: usize = 8;
+
+/// One value for each of the [`W`] trials of a group, as stored in a lane
+/// buffer (aligned to a cache line, so a vector load never splits one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
+pub struct V(pub [f64; W]);
+
+impl V {
+    /// Every lane `x`.
+    pub const fn splat(x: f64) -> V {
+        V([x; W])
+    }
+}
+
+impl std::ops::Index<usize> for V {
+    type Output = f64;
+    fn index(&self, lane: usize) -> &f64 {
+        &self.0[lane]
+    }
+}
+
+impl std::ops::IndexMut<usize> for V {
+    fn index_mut(&mut self, lane: usize) -> &mut f64 {
+        &mut self.0[lane]
+    }
+}
+
+mod cholesky;
+mod gram;
+pub mod simd;
+
+use cholesky::{NB, cholesky_solve, cholesky_solve_many, cholesky_solve_p};
+use gram::{CHUNK, TILE, accumulate_p, rhs_blocks, tile_dispatch};
+#[cfg(target_arch = "x86_64")]
+use simd::x86;
+pub use simd::{Portable, Simd};
+
+/// Defines a lane kernel the way [`crate::kernel!`] does — `name` runs at
+/// the process's [`crate::simd::level`], `name_at` at an explicit level — for
+/// a body generic over the register type ([`Simd`]): the portable body uses
+/// [`Portable`], the `#[target_feature]` entry points the AVX2 and AVX-512
+/// intrinsics.
+macro_rules! lane_kernel {
+    ($(#[$m:meta])* pub fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:ident;) => {
+        $(#[$m])*
+        #[inline]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name($($a: $t),*) $(-> $r)? {
+            $at($crate::simd::level(), $($a),*)
+        }
+
+        /// The same kernel at an explicit [`Level`](crate::simd::Level), capped
+        /// at what the CPU supports.
+        #[allow(clippy::too_many_arguments)]
+        pub fn $at(level: $crate::simd::Level, $($a: $t),*) $(-> $r)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx512($($a: $t),*) $(-> $r)? { $body::<x86::Avx512>($($a),*) }
+                #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx2($($a: $t),*) $(-> $r)? { $body::<x86::Avx2>($($a),*) }
+                match level.min($crate::simd::detected()) {
+                    // SAFETY: `detected()` reports only features this CPU has.
+                    $crate::simd::Level::Avx512 => return unsafe { avx512($($a),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Level::Avx2 => return unsafe { avx2($($a),*) },
+                    $crate::simd::Level::Portable => {}
+                }
+            }
+            let _ = level;
+            $body::<Portable>($($a),*)
+        }
+    };
+}
+
+/// A zeroed lane buffer of `len` entries.
+pub fn zeros(len: usize) -> Vec<V> {
+    vec![V::splat(0.0); len]
+}
+
+/// Interleaves `srcs` (one trial's factor matrix each, all of the same
+/// length) into `dst`: `dst[k][l] = srcs[l][k]`; lanes past `srcs.len()`
+/// become zero.
+pub fn pack(dst: &mut [V], srcs: &[&[f64]]) {
+    debug_assert!(srcs.len() <= W);
+    const BLOCK: usize = 256;
+    for (b, out) in dst.chunks_mut(BLOCK).enumerate() {
+        let base = b * BLOCK;
+        if srcs.len() < W {
+            for v in out.iter_mut() {
+                *v = V::splat(0.0);
+            }
+        }
+        for (l, src) in srcs.iter().enumerate() {
+            let src = &src[base..base + out.len()];
+            for (v, &x) in out.iter_mut().zip(src) {
+                v.0[l] = x;
+            }
+        }
+    }
+}
+
+/// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l` of
+/// `src` into `dsts[l]`.
+pub fn unpack_rows(src: &[V], p: usize, rows: std::ops::Range<usize>, dsts: &mut [&mut [f64]]) {
+    const BLOCK: usize = 256;
+    let (lo, hi) = (rows.start * p, rows.end * p);
+    let mut base = lo;
+    while base < hi {
+        let end = (base + BLOCK).min(hi);
+        let src = &src[base..end];
+        for (l, dst) in dsts.iter_mut().enumerate() {
+            for (x, v) in dst[base..end].iter_mut().zip(src) {
+                *x = v.0[l];
+            }
+        }
+        base = end;
+    }
+}
+
+lane_kernel! {
+    /// The ALS half-step for every row of one side and every lane: row `i`
+    /// (ratings `ptr[i]..ptr[i+1]` of `idx`/`values`, pointing at rows of
+    /// `other`) gets `out[i·p..(i+1)·p] ← (Σ x xᵀ + λI)⁻¹ Σ a x` (SCAR §5.1),
+    /// lane by lane exactly as [`super::single::half_step`] computes it.
+    /// With `block` > 0 the other side is swept `block` rows at a time for
+    /// all rows at once (see [`sweep_block`]; the same result). `scratch`
+    /// and `cursor` are reused buffers.
+    pub fn half_step, half_step_at(
+        p: usize,
+        lambda: f64,
+        ptr: &[usize],
+        idx: &[u32],
+        values: &[f32],
+        other: &[V],
+        out: &mut [V],
+        block: usize,
+        scratch: &mut Vec<V>,
+        cursor: &mut Vec<usize>,
+    ) = half_step_body;
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn half_step_body<S: Simd>(
+    p: usize,
+    lambda: f64,
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    out: &mut [V],
+    block: usize,
+    scratch: &mut Vec<V>,
+    cursor: &mut Vec<usize>,
+) {
+    // The factor counts of the bundled scenarios get code compiled for their
+    // p (the same operations in the same order as the general code).
+    match p {
+        5 => half_step_p::<S, 5>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
+        10 => half_step_p::<S, 10>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
+        20 => half_step_p::<S, 20>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
+        _ => half_step_general::<S>(p, lambda, ptr, idx, values, other, out, scratch),
+    }
+}
+
+/// Bytes of lane data that stay comfortably in one core's L2 cache.
+const L2_SHARE: usize = 256 << 10;
+
+/// The `block` argument of [`half_step`] for `rows` rows reading
+/// `other_rows` rows of the other side (p factors): 0 (row after row) unless
+/// the other side is far larger than the cache and the normal equations of
+/// all rows are small together (Jester's 100 jokes against 24,983 users);
+/// then the other side is swept in blocks that stay in L2 while all rows'
+/// sums advance. Every entry is still one sum over its ratings in order, so
+/// the result is the same either way.
+pub fn sweep_block(rows: usize, other_rows: usize, p: usize) -> usize {
+    let v = std::mem::size_of::<V>();
+    // Only the sizes compiled for a fixed p sweep in blocks.
+    if matches!(p, 5 | 10 | 20)
+        && rows * (p * p + p) * v <= 2 * L2_SHARE
+        && other_rows * p * v > 4 * L2_SHARE
+    {
+        (L2_SHARE / (p * v)).max(1)
+    } else {
+        0
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn half_step_p<S: Simd, const P: usize>(
+    lambda: f64,
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    out: &mut [V],
+    block: usize,
+    scratch: &mut Vec<V>,
+    cursor: &mut Vec<usize>,
+) {
+    let rows = out.len() / P;
+    let other_rows = other.len() / P;
+    let per = P * P + P;
+    let zero = V::splat(0.0);
+    if block > 0 {
+        scratch.clear();
+        scratch.resize(rows * per, zero);
+        cursor.clear();
+        cursor.extend_from_slice(&ptr[..rows]);
+        let mut start = 0;
+        while start < other_rows {
+            let end = (start + block).min(other_rows) as u32;
+            for (i, sys) in scratch.chunks_exact_mut(per).enumerate() {
+                let lo = cursor[i];
+                let hi = lo + idx[lo..ptr[i + 1]].partition_point(|&k| k < end);
+                if hi > lo {
+                    let (g, b) = system::<P>(sys);
+                    accumulate_p::<S, P>(&idx[lo..hi], &values[lo..hi], other, g, b, false);
+                }
+                cursor[i] = hi;
+            }
+            start = end as usize;
+        }
+        finish_all::<S, P>(lambda, scratch, out);
+    } else {
+        // NB rows at a time: their normal equations, then their solves side
+        // by side (each row's arithmetic as alone).
+        scratch.clear();
+        scratch.resize(NB * per, zero);
+        let mut i0 = 0;
+        while i0 < rows {
+            let nb = NB.min(rows - i0);
+            for (n, sys) in scratch.chunks_exact_mut(per).take(nb).enumerate() {
+                let (g, b) = system::<P>(sys);
+                let rg = ptr[i0 + n]..ptr[i0 + n + 1];
+                // `fresh`: the sums start from zero, whatever `g` and `b` hold.
+                accumulate_p::<S, P>(&idx[rg.clone()], &values[rg], other, g, b, true);
+            }
+            finish_all::<S, P>(
+                lambda,
+                &mut scratch[..nb * per],
+                &mut out[i0 * P..(i0 + nb) * P],
+            );
+            i0 += nb;
+        }
+    }
+}
+
+/// Adds λ to the diagonals of the systems in `sys` (laid out as by
+/// [`system`]) and solves them, [`NB`] side by side while that many remain,
+/// then one by one; row `i`'s solution goes to `out[i·P..(i+1)·P]`.
+#[inline(always)]
+fn finish_all<S: Simd, const P: usize>(lambda: f64, sys: &mut [V], out: &mut [V]) {
+    let per = P * P + P;
+    let lam = S::splat(lambda);
+    for s in sys.chunks_exact_mut(per) {
+        let (g, _) = system::<P>(s);
+        for (d, row) in g.iter_mut().enumerate() {
+            S::store(S::add(S::load(&row[d]), lam), &mut row[d]);
+        }
+    }
+    let mut groups = sys.chunks_exact_mut(NB * per);
+    let mut outs = out.chunks_exact_mut(NB * P);
+    for (group, o) in (&mut groups).zip(&mut outs) {
+        cholesky_solve_many::<S, P>(group);
+        for (s, row_out) in group.chunks_exact_mut(per).zip(o.chunks_exact_mut(P)) {
+            row_out.copy_from_slice(&s[P * P..]);
+        }
+    }
+    for (s, row_out) in groups
+        .into_remainder()
+        .chunks_exact_mut(per)
+        .zip(outs.into_remainder().chunks_exact_mut(P))
+    {
+        let (g, b) = system::<P>(s);
+        cholesky_solve_p::<S, P>(g, b);
+        row_out.copy_from_slice(b);
+    }
+}
+
+/// One row's normal equations in a scratch slice of `P² + P` entries: the
+/// p×p matrix (row-major) and the right-hand side.
+#[inline(always)]
+fn system<const P: usize>(sys: &mut [V]) -> (&mut [[V; P]; P], &mut [V; P]) {
+    let (g, b) = sys[..P * P + P].split_at_mut(P * P);
+    let g: &mut [[V; P]; P] = g
+        .as_chunks_mut::<P>()
+        .0
+        .try_into()
+        .expect("P rows of P entries");
+    (g, b.try_into().expect("P entries"))
+}
+
+/// [`half_step_p`] for a p known only at run time (the same operations in
+/// the same order; slower).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn half_step_general<S: Simd>(
+    p: usize,
+    lambda: f64,
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    out: &mut [V],
+    scratch: &mut Vec<V>,
+) {
+    scratch.clear();
+    scratch.resize(p * p + p, V::splat(0.0));
+    let (gram, rhs) = scratch.split_at_mut(p * p);
+    let lam = S::splat(lambda);
+    for (i, row_out) in out.chunks_exact_mut(p).enumerate() {
+        let rg = ptr[i]..ptr[i + 1];
+        let (idx, values) = (&idx[rg.clone()], &values[rg]);
+        for s in 0..p {
+            for t in s..p {
+                gram[s * p + t] = V::splat(0.0);
+            }
+            rhs[s] = V::splat(0.0);
+        }
+        for (idx, values) in idx.chunks(CHUNK).zip(values.chunks(CHUNK)) {
+            let mut s0 = 0;
+            while s0 < p {
+                let rs = TILE.min(p - s0);
+                let mut t0 = s0;
+                while t0 < p {
+                    let cs = TILE.min(p - t0);
+                    tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, p, s0, t0, gram, false);
+                    t0 += cs;
+                }
+                s0 += rs;
+            }
+            rhs_blocks::<S>(idx, values, other, p, rhs, false);
+        }
+        for s in 0..p {
+            let d = &mut gram[s * p + s];
+            S::store(S::add(S::load(d), lam), d);
+        }
+        cholesky_solve::<S>(p, gram, rhs);
+        row_out.copy_from_slice(rhs);
+    }
+}
+
+lane_kernel! {
+    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² per lane, summed user by user in index
+    /// order exactly as [`super::single::squared_error`] sums one trial.
+    pub fn squared_error, squared_error_at(
+        p: usize,
+        ptr: &[usize],
+        idx: &[u32],
+        values: &[f32],
+        l: &[V],
+        r: &[V],
+    ) -> V = squared_error_body;
+}
+
+#[inline(always)]
+fn squared_error_body<S: Simd>(
+    p: usize,
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    l: &[V],
+    r: &[V],
+) -> V {
+    match p {
+        5 => squared_error_p::<S, 5>(ptr, idx, values, l, r),
+        10 => squared_error_p::<S, 10>(ptr, idx, values, l, r),
+        20 => squared_error_p::<S, 20>(ptr, idx, values, l, r),
+        _ => squared_error_general::<S>(p, ptr, idx, values, l, r),
+    }
+}
+
+#[inline(always)]
+fn squared_error_p<S: Simd, const P: usize>(
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    l: &[V],
+    r: &[V],
+) -> V {
+    squared_error_general::<S>(P, ptr, idx, values, l, r)
+}
+
+#[inline(always)]
+fn squared_error_general<S: Simd>(
+    p: usize,
+    ptr: &[usize],
+    idx: &[u32],
+    values: &[f32],
+    l: &[V],
+    r: &[V],
+) -> V {
+    /// Ratings whose dot products are formed side by side (independent
+    /// chains); their squared residuals are then added in order.
+    const Q: usize = 8;
+    let mut total = S::splat(0.0);
+    for (i, li) in l.chunks_exact(p).enumerate() {
+        let rg = ptr[i]..ptr[i + 1];
+        let (idx, values) = (&idx[rg.clone()], &values[rg]);
+        let mut user = S::splat(0.0);
+        let mut qi = idx.chunks_exact(Q);
+        let mut qv = values.chunks_exact(Q);
+        for (ks, vs) in (&mut qi).zip(&mut qv) {
+            let rows: [&[V]; Q] =
+                std::array::from_fn(|q| &r[ks[q] as usize * p..(ks[q] as usize + 1) * p]);
+            let mut dots = [S::splat(-0.0); Q];
+            for t in 0..p {
+                let lt = S::load(&li[t]);
+                for q in 0..Q {
+                    dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
+                }
+            }
+            for q in 0..Q {
+                let d = S::sub(S::splat(vs[q] as f64), dots[q]);
+                user = S::fma(d, d, user);
+            }
+        }
+        for (&k, &a) in qi.remainder().iter().zip(qv.remainder()) {
+            let rj = &r[k as usize * p..(k as usize + 1) * p];
+            let mut dot = S::splat(-0.0);
+            for t in 0..p {
+                dot = S::fma(S::load(&li[t]), S::load(&rj[t]), dot);
+            }
+            let d = S::sub(S::splat(a as f64), dot);
+            user = S::fma(d, d, user);
+        }
+        total = S::add(total, user);
+    }
+    let mut out = V::splat(0.0);
+    S::store(total, &mut out);
+    out
+}
