@@ -1,0 +1,251 @@
+//! conv2 (5×5, 6 → 16 channels) with ReLU and 2×2 max pooling: forward,
+//! weight gradient and input gradient.
+
+use super::*;
+
+/// conv2's weights `(out, kh, kw, in)` transposed to `(tap, out)`: one row
+/// vector of the 16 output channels per tap.
+#[inline(always)]
+pub fn transpose_conv2<T: Scalar>(w: &[T], wt: &mut [T]) {
+    for co in 0..CONV2_CHANNELS {
+        for t in 0..TAPS2 {
+            wt[t * CONV2_CHANNELS + co] = w[co * TAPS2 + t];
+        }
+    }
+}
+
+/// conv2 (5×5, 6 → 16 channels, on NHWC input) with fused ReLU and 2×2 max
+/// pooling of one image: from the pooled conv1 output `p1` and the
+/// transposed weights `wt` ([`transpose_conv2`]), writes the pooled output
+/// `p2` (4 × 4 × 16, NHWC: fc1's input order) and the window codes `arg2`
+/// (one [`Codes`] word per pooled position, `arg2[ph·4 + pw]`, lanes =
+/// channels).
+#[inline(always)]
+pub fn conv2_pool<T: Scalar, V: Vector<T>>(
+    p1: &[T],
+    wt: &[T],
+    b: &[T],
+    p2: &mut [T],
+    arg2: &mut [Codes],
+) {
+    const _: () = assert!(CONV2_CHANNELS == LANES);
+    const C: usize = CONV1_CHANNELS;
+    let bias = V::load(b);
+    for ph in 0..P2_SIDE {
+        let mut acc = [[bias; CONV2_OUT]; 2];
+        for kh in 0..KERNEL {
+            for kw in 0..KERNEL {
+                for ci in 0..C {
+                    let wv = V::load(&wt[((kh * KERNEL + kw) * C + ci) * LANES..]);
+                    for (dr, a) in acc.iter_mut().enumerate() {
+                        let row = &p1[(2 * ph + dr + kh) * P1_SIDE * C + kw * C + ci..];
+                        for (ow, o) in a.iter_mut().enumerate() {
+                            *o = V::splat(row[ow * C]).mul_add(wv, *o);
+                        }
+                    }
+                }
+            }
+        }
+        for pw in 0..P2_SIDE {
+            let (m, codes) = max4([
+                acc[0][2 * pw],
+                acc[0][2 * pw + 1],
+                acc[1][2 * pw],
+                acc[1][2 * pw + 1],
+            ]);
+            relu(m).store(&mut p2[(ph * P2_SIDE + pw) * LANES..]);
+            arg2[ph * P2_SIDE + pw] = codes;
+        }
+    }
+}
+
+/// conv2's weight and bias gradients and its input gradient, from the
+/// gradient `dp2` with respect to the pooled outputs `p2` (window codes
+/// `arg2`) of `n` images, the pooled conv1 outputs `p1` and the weights
+/// `w2p` `(out, kh, kw, in)` laid out by [`pad_conv2`]. Overwrites `dw`,
+/// `db` and the first `n` images of `dp1` (NHWC, like `p1`); `terms` is
+/// scratch (`16 × n·16` entries). `p1` and `dp1` must extend [`LANES`]
+/// values past the last image (a kernel row's second vector reaches two
+/// values beyond it, a window patch's third vector eight). Windows whose
+/// gradient is zero add nothing and are skipped.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn conv2_backward<T: Scalar, V: Vector<T>>(
+    n: usize,
+    p1: &[T],
+    p2: &[T],
+    arg2: &[Codes],
+    dp2: &[T],
+    w2p: &[T],
+    dw: &mut [T],
+    db: &mut [T],
+    dp1: &mut [T],
+    terms: &mut [Term<T>],
+) {
+    const C2: usize = CONV2_CHANNELS;
+    const WINDOWS: usize = P2_SIDE * P2_SIDE;
+    const ROW: usize = P1_SIDE * CONV1_CHANNELS;
+    let per_channel = n * WINDOWS;
+    let mut count = [0usize; C2];
+    // Input gradient: image by image, window by window; within a window, by
+    // the position of the maximum (code order), then channel by channel. A
+    // window's maxima read a 6 × 6-pixel patch of `dp1` (6 rows of 36
+    // values), held in registers while the window's channels add into it and
+    // written back once. The patch's rows are read as three vectors from a
+    // column [`patch_base`] that depends only on the window's column, so
+    // that neighbouring windows touch the same vectors (not overlapping
+    // ones, which would stall the load on the store before it); each channel
+    // adds its weights, pre-shifted by [`pad_conv2`] to the maximum's column
+    // within the patch, to rows dh..dh + 5. Lanes a weight does not cover
+    // add g·0 = ±0, which leaves every non-zero value as it is (only the
+    // sign of a zero can differ, and conv1's backward skips zero gradients
+    // either way). The same pass lists each channel's weight-gradient terms
+    // in order.
+    // list[q][..by_code[q]]: the window's live channels at position q.
+    let mut list = [[(0u32, T::zero()); C2]; 4];
+    for img in 0..n {
+        let d = &mut dp1[img * P1_LEN..];
+        d[..P1_LEN].fill(T::zero());
+        for ph in 0..P2_SIDE {
+            for pw in 0..P2_SIDE {
+                let win = img * WINDOWS + ph * P2_SIDE + pw;
+                let j0 = win * C2;
+                let codes = arg2[win];
+                let mut by_code = [0usize; 4];
+                for co in 0..C2 {
+                    let g = through_relu(p2[j0 + co], dp2[j0 + co]);
+                    let (dh, dw_) = code_at(codes, co);
+                    let q = 2 * dh + dw_;
+                    let live = usize::from(g != T::zero());
+                    list[q][by_code[q]] = (co as u32, g);
+                    by_code[q] += live;
+                    let at = (img * P1_LEN + (2 * ph + dh) * ROW + (2 * pw + dw_) * CONV1_CHANNELS)
+                        as u32;
+                    terms[co * per_channel + count[co]] = Term { at, g };
+                    count[co] += live;
+                }
+                if by_code == [0; 4] {
+                    continue;
+                }
+                let at = 2 * ph * ROW + patch_base(pw);
+                let mut acc = [[V::splat(T::zero()); 3]; KERNEL + 1];
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let base = at + r * ROW;
+                    for (v, x) in a.iter_mut().enumerate() {
+                        *x = V::load(&d[base + v * LANES..]);
+                    }
+                }
+                let (w0, w1) = (shifted_conv2(w2p, 2 * pw), shifted_conv2(w2p, 2 * pw + 1));
+                acc = window_input_grad::<T, V, 0>(acc, &list[0][..by_code[0]], w0);
+                acc = window_input_grad::<T, V, 0>(acc, &list[1][..by_code[1]], w1);
+                acc = window_input_grad::<T, V, 1>(acc, &list[2][..by_code[2]], w0);
+                acc = window_input_grad::<T, V, 1>(acc, &list[3][..by_code[3]], w1);
+                for (r, a) in acc.iter().enumerate() {
+                    let base = at + r * ROW;
+                    for (v, x) in a.iter().enumerate() {
+                        x.store(&mut d[base + v * LANES..]);
+                    }
+                }
+            }
+        }
+    }
+    // Weight and bias gradients: channel by channel, accumulated in registers
+    // over the channel's terms in (image, window) order (lanes 14 and 15 of
+    // each kernel row's second vector are discarded).
+    for co in 0..C2 {
+        let mut acc = [[V::splat(T::zero()); 2]; KERNEL];
+        let mut bias = T::zero();
+        for t in &terms[co * per_channel..co * per_channel + count[co]] {
+            bias = bias + t.g;
+            let gv = V::splat(t.g);
+            let x = &p1[t.at as usize..];
+            for (kh, a) in acc.iter_mut().enumerate() {
+                a[0] = gv.mul_add(V::load(&x[kh * ROW..]), a[0]);
+                a[1] = gv.mul_add(V::load(&x[kh * ROW + LANES..]), a[1]);
+            }
+        }
+        db[co] = bias;
+        for (kh, a) in acc.iter().enumerate() {
+            let d = &mut dw[co * TAPS2 + kh * RUN2..][..RUN2];
+            a[0].store(d);
+            d[LANES..].copy_from_slice(&a[1].to_array()[..RUN2 - LANES]);
+        }
+    }
+}
+
+/// Values of one shifted copy of conv2's weights in [`pad_conv2`]'s layout
+/// (16 channels × 5 kernel rows × three vectors).
+const SHIFTED: usize = CONV2_CHANNELS * KERNEL * 3 * LANES;
+
+/// Column (in values from the row start) of the three vectors through which
+/// [`conv2_backward`] reads the `dp1` patch of the windows in pooled column
+/// `pw`: the multiple of [`LANES`] at or below the patch's first value
+/// (`12·pw`), so that the patch (36 values) still fits in three vectors.
+#[inline(always)]
+fn patch_base(pw: usize) -> usize {
+    (2 * pw * CONV1_CHANNELS) / LANES * LANES
+}
+
+/// Lane at which a kernel row's 30 values start within a window patch read
+/// from [`patch_base`], for shift `k = 2·pw + dw` (window column `pw`, the
+/// maximum's column `dw` within the window).
+#[inline(always)]
+fn patch_shift(k: usize) -> usize {
+    let (pw, dw) = (k / 2, k % 2);
+    (2 * pw + dw) * CONV1_CHANNELS - patch_base(pw)
+}
+
+/// The copy of conv2's weights shifted for `k = 2·pw + dw` ([`pad_conv2`]).
+#[inline(always)]
+fn shifted_conv2<T: Scalar>(w2p: &[T], k: usize) -> &[T; SHIFTED] {
+    w2p[k * SHIFTED..(k + 1) * SHIFTED]
+        .try_into()
+        .expect("padded conv2 weights")
+}
+
+/// The input-gradient contributions of one pooling window's maxima in
+/// patch row `DH` (`list`: channel and gradient, in channel order) to the
+/// window's patch `acc` of `dp1` (rows, three vectors per row; see
+/// [`conv2_backward`]), with `w` the weights shifted to the maxima's column
+/// ([`shifted_conv2`]).
+#[inline(always)]
+fn window_input_grad<T: Scalar, V: Vector<T>, const DH: usize>(
+    mut acc: [[V; 3]; KERNEL + 1],
+    list: &[(u32, T)],
+    w: &[T; SHIFTED],
+) -> [[V; 3]; KERNEL + 1] {
+    const ROWS: usize = KERNEL * 3 * LANES;
+    for &(co, g) in list {
+        let gv = V::splat(g);
+        let wr: &[T; ROWS] = w[co as usize * ROWS..][..ROWS]
+            .try_into()
+            .expect("a channel's padded weights");
+        for (kh, a) in acc[DH..DH + KERNEL].iter_mut().enumerate() {
+            for (v, x) in a.iter_mut().enumerate() {
+                *x = gv.mul_add(V::load(&wr[(kh * 3 + v) * LANES..]), *x);
+            }
+        }
+    }
+    acc
+}
+
+/// conv2's weights `(out, kh, kw, in)` laid out for [`conv2_backward`]'s
+/// input gradient: for each shift `k = 2·pw + dw` (0..8), output channel
+/// and kernel row, three vectors (48 lanes) holding the row's 30 values
+/// from lane [`patch_shift`]`(k)` on, zeros elsewhere.
+#[inline(always)]
+pub fn pad_conv2<T: Scalar>(w: &[T], wp: &mut [T]) {
+    for k in 0..2 * P2_SIDE {
+        let o = patch_shift(k);
+        for co in 0..CONV2_CHANNELS {
+            for kh in 0..KERNEL {
+                let dst = &mut wp[k * SHIFTED + (co * KERNEL + kh) * 3 * LANES..][..3 * LANES];
+                dst.fill(T::zero());
+                dst[o..o + RUN2].copy_from_slice(&w[co * TAPS2 + kh * RUN2..][..RUN2]);
+            }
+        }
+    }
+}
+
+/// Values of [`pad_conv2`]'s output.
+pub const W2_PADDED: usize = 2 * P2_SIDE * SHIFTED;
