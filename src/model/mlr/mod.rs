@@ -12,7 +12,8 @@
 //! cross-entropy summed over the whole training set. With raw features
 //! (MNIST pixels 0..=255) and the paper's η = 1e-5, b = 10,000, this reaches
 //! the 2.5e4 criterion in 60 iterations, as Appendix D reports; a summed
-//! gradient or [0, 1] pixels would not (see the README).
+//! gradient or [0, 1] pixels would not (see docs/SCENARIOS.md, "Choices where
+//! the paper is silent").
 //!
 //! Speed:
 //! - The data is stored sparse (MNIST is 19% non-zero) and the products are
@@ -31,11 +32,11 @@
 //!   every iteration finds (a test compares the two trial by trial).
 
 mod bound;
+mod pass;
 
 use std::sync::Arc;
 
 use super::kernels::block::CHUNK;
-use super::kernels::block::stride_for;
 use super::kernels::{
     BlockCsc, Csr, RowGroups, block_forward, block_gradient, block_gradient_chunk,
     softmax_cross_entropy,
@@ -44,6 +45,9 @@ use super::{Check, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
 pub use bound::Bound;
 use bound::{Anchor, Weights, gamma};
+use pass::{
+    SoftmaxScratch, fingerprint, padded_width, prints, softmax_chunk, stride, sum_positions,
+};
 
 /// Hyper-parameters of MLR.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,82 +134,6 @@ pub struct MlrWorkspace {
     /// state whose fingerprint is `logits_of`.
     logits: Vec<f32>,
     logits_of: Option<u64>,
-}
-
-/// Scratch of the softmax over `a` members: exp(z − max), max and sum per
-/// member, and one row's losses.
-#[derive(Default)]
-struct SoftmaxScratch {
-    exps: Vec<f32>,
-    maxv: Vec<f32>,
-    sumv: Vec<f32>,
-    row_loss: Vec<f64>,
-}
-
-crate::simd::kernel! {
-    /// Losses and deltas of one chunk of a pass: for each row o of `rows`
-    /// (logits `z[o·stride..]`, `a` members class-major), adds its computed
-    /// loss to `losses`, and if `pos[o]` is a minibatch position p, writes
-    /// the softmax deltas to `delta[(p − delta_base)·stride..]` and the
-    /// losses to `pos_loss[p·a..]`.
-    fn softmax_chunk, softmax_chunk_at(
-        z: &[f32],
-        stride: usize,
-        rows: &[u32],
-        y: &[u8],
-        a: usize,
-        c: usize,
-        pos: &[u32],
-        delta_base: usize,
-        sc: &mut SoftmaxScratch,
-        losses: &mut [f64],
-        delta: &mut [f32],
-        pos_loss: &mut [f64]
-    ) = softmax_chunk_body;
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn softmax_chunk_body(
-    z: &[f32],
-    stride: usize,
-    rows: &[u32],
-    y: &[u8],
-    a: usize,
-    c: usize,
-    pos: &[u32],
-    delta_base: usize,
-    sc: &mut SoftmaxScratch,
-    losses: &mut [f64],
-    delta: &mut [f32],
-    pos_loss: &mut [f64],
-) {
-    for (o, (&r, &p)) in rows.iter().zip(pos).enumerate() {
-        let zr = &z[o * stride..o * stride + a * c];
-        let label = y[r as usize] as usize;
-        sc.row_loss.fill(0.0);
-        let d = (p != u32::MAX).then(|| {
-            let at = (p as usize - delta_base) * stride;
-            &mut delta[at..at + a * c]
-        });
-        softmax_cross_entropy(
-            zr,
-            a,
-            c,
-            label,
-            &mut sc.exps,
-            &mut sc.maxv,
-            &mut sc.sumv,
-            &mut sc.row_loss,
-            d,
-        );
-        for (l, &v) in losses.iter_mut().zip(sc.row_loss.iter()) {
-            *l += v;
-        }
-        if p != u32::MAX {
-            pos_loss[p as usize * a..(p as usize + 1) * a].copy_from_slice(&sc.row_loss);
-        }
-    }
 }
 
 /// The work a convergence check did for the step of the same iteration.
@@ -591,49 +519,6 @@ impl Mlr {
     }
 }
 
-/// The fingerprints of `members` of `states` (0 for the others).
-fn prints(states: &[MlrState], members: &[usize]) -> Vec<u64> {
-    let mut key = vec![0u64; states.len()];
-    for &i in members {
-        key[i] = fingerprint(&states[i].w);
-    }
-    key
-}
-
-/// `out[s] = Σ_p pos_loss[p·a + s]` in position order.
-fn sum_positions(pos_loss: &[f64], a: usize, out: &mut Vec<f64>) {
-    out.clear();
-    out.resize(a, 0.0);
-    for row in pos_loss.chunks_exact(a) {
-        for (l, &v) in out.iter_mut().zip(row) {
-            *l += v;
-        }
-    }
-}
-
-/// Columns of a pass over `a` stacked members of `classes` classes: `a·classes`
-/// rounded up to a multiple of 16 (the kernels' tile unit; the padding
-/// columns are zero weights and their results are ignored).
-fn padded_width(a: usize, classes: usize) -> usize {
-    (a * classes).div_ceil(16) * 16
-}
-
-/// Row stride of the logits and deltas of a pass over `a` members (see
-/// [`stride_for`]).
-fn stride(a: usize, classes: usize) -> usize {
-    stride_for(padded_width(a, classes))
-}
-
-/// A cheap fingerprint of a weight vector (FNV-1a over the bit patterns).
-fn fingerprint(w: &[f32]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for v in w {
-        h ^= v.to_bits() as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h | 1
-}
-
 impl Model for Mlr {
     type State = MlrState;
     type Workspace = MlrWorkspace;
@@ -870,183 +755,4 @@ impl Model for Mlr {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::data::synthetic;
-
-    fn small() -> Mlr {
-        let data = Arc::new(synthetic::mnist_like(11, 0.02));
-        Mlr::new(
-            data,
-            &MlrConfig {
-                batch_size: 200,
-                learning_rate: 1e-5,
-            },
-        )
-    }
-
-    fn ctx(k: usize) -> IterCtx {
-        IterCtx {
-            iteration: k,
-            run_seed: 9,
-        }
-    }
-
-    #[test]
-    fn training_lowers_the_loss() {
-        let m = small();
-        let mut s = m.init();
-        let mut ws = m.workspace();
-        let l0 = m.metric(&s, &mut ws);
-        assert!((l0 - m.data().rows as f64 * 10f64.ln()).abs() < 1e-3 * l0);
-        for k in 0..30 {
-            m.metric(&s, &mut ws);
-            m.step(&mut s, ctx(k), &mut ws);
-        }
-        let l1 = m.metric(&s, &mut ws);
-        assert!(l1 < 0.6 * l0, "loss {l0} -> {l1}");
-    }
-
-    #[test]
-    fn step_without_fresh_metric_is_bit_identical() {
-        let m = small();
-        let mut ws = m.workspace();
-        let mut a = m.init();
-        for k in 0..3 {
-            m.step(&mut a, ctx(k), &mut ws);
-        }
-        let mut b = a.clone();
-        m.metric(&a, &mut ws);
-        m.step(&mut a, ctx(3), &mut ws);
-        let mut ws2 = m.workspace();
-        m.step(&mut b, ctx(3), &mut ws2);
-        assert_eq!(a, b);
-    }
-
-    /// A run advanced inside a cohort, with members joining and leaving,
-    /// gets exactly the bits it gets alone.
-    #[test]
-    fn cohort_members_match_single_runs() {
-        let m = small();
-        let mut ws = m.workspace();
-        // Three different starting states.
-        let mut starts = vec![m.init(), m.init(), m.init()];
-        for (i, s) in starts.iter_mut().enumerate() {
-            for k in 0..(i + 1) {
-                m.step(s, ctx(k), &mut ws);
-            }
-        }
-        // Alone: 6 iterations each from iteration 4.
-        let mut alone = starts.clone();
-        let mut alone_metrics = vec![vec![]; 3];
-        for (s, ms) in alone.iter_mut().zip(alone_metrics.iter_mut()) {
-            let mut ws = m.workspace();
-            for k in 4..10 {
-                ms.push(m.metric(s, &mut ws));
-                m.step(s, ctx(k), &mut ws);
-            }
-        }
-        // Together, member 1 joining at iteration 6 (it sits out 4 and 5 and
-        // starts from its iteration-4 state then, so compare only members 0, 2).
-        let mut states = starts.clone();
-        let mut cws = m.workspace();
-        let mut metrics = vec![vec![]; 3];
-        for k in 4..10 {
-            let active = [true, k >= 6, true];
-            let mut out = vec![0.0; 3];
-            m.metric_many(&states, &active, ctx(k), &mut cws, &mut out);
-            for i in 0..3 {
-                if active[i] {
-                    metrics[i].push(out[i]);
-                }
-            }
-            m.step_many(&mut states, &active, ctx(k), &mut cws);
-        }
-        for i in [0, 2] {
-            assert_eq!(states[i], alone[i], "member {i} state");
-            assert_eq!(metrics[i], alone_metrics[i], "member {i} metrics");
-        }
-        // Member 1 ran iterations 6..10 from its start: same as alone over those.
-        let mut one = starts[1].clone();
-        let mut ws1 = m.workspace();
-        for k in 6..10 {
-            m.metric(&one, &mut ws1);
-            m.step(&mut one, ctx(k), &mut ws1);
-        }
-        assert_eq!(states[1], one);
-    }
-
-    /// The certified check is sound and exact: at every iteration of a run
-    /// (including after a block is reset, as a recovery does), `Above` is
-    /// returned only when the exact metric is above the criterion, and
-    /// `Exact` carries the bits `metric` computes. It also skips: with a
-    /// criterion 20% below the metric (this small run's steps are large), most checks are
-    /// certified without the full pass.
-    #[test]
-    fn certified_checks_are_sound_and_skip_the_full_pass() {
-        let m = small();
-        assert!(m.certifies());
-        let mut ws = m.workspace();
-        let mut s = m.init();
-        let (mut above, mut checks) = (0, 0);
-        for k in 0..48 {
-            if k == 20 {
-                // A recovery that restores block 3 from the initial state.
-                m.copy_block(&m.init(), &mut s, 3);
-            }
-            let exact = m.metric(&s, &mut ws);
-            for (criterion, may_skip) in [(exact, false), (exact * 0.8, true)] {
-                let mut out = [Check::Exact(f64::NAN)];
-                let mut probe = [s.clone()];
-                let mut cws = m.workspace();
-                m.check_many(&probe, &[true], ctx(k), criterion, &mut cws, &mut out);
-                match out[0] {
-                    Check::Exact(v) => assert_eq!(v.to_bits(), exact.to_bits(), "iteration {k}"),
-                    Check::Above => {
-                        assert!(may_skip && exact > criterion, "unsound at iteration {k}");
-                        above += 1;
-                    }
-                }
-                checks += may_skip as usize;
-                // The step after a check equals the step after a metric.
-                m.step_many(&mut probe, &[true], ctx(k), &mut cws);
-                let mut alone = s.clone();
-                m.step(&mut alone, ctx(k), &mut m.workspace());
-                assert_eq!(probe[0], alone, "iteration {k}");
-            }
-            m.step(&mut s, ctx(k), &mut ws);
-        }
-        assert!(
-            above * 2 > checks,
-            "only {above} of {checks} checks certified"
-        );
-    }
-
-    #[test]
-    fn block_copy_round_trips() {
-        let m = small();
-        let a = MlrState {
-            w: (0..m.init().w.len()).map(|i| i as f32).collect(),
-            bound: Bound::default(),
-        };
-        let mut b = m.init();
-        m.copy_block(&a, &mut b, 5);
-        assert_eq!(m.block_distance(&a, &b, 5), 0.0);
-        assert!(m.block_distance(&a, &b, 6) > 0.0);
-        assert_eq!(&b.w[50..60], &a.w[50..60]);
-        assert!(b.w[..50].iter().all(|v| *v == 0.0));
-    }
-
-    #[test]
-    fn batches_cover_an_epoch_without_repeats() {
-        let m = small();
-        let mut ws = m.workspace();
-        let mut seen = vec![false; m.data().rows];
-        for k in 0..m.batches_per_epoch() {
-            for &i in m.batch_rows(ctx(k), &mut ws) {
-                assert!(!seen[i as usize]);
-                seen[i as usize] = true;
-            }
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,126 @@
+//! The pieces of a stacked pass over the data: the softmax scratch and its
+//! per-chunk kernel, and the small helpers that lay out `a` members side by
+//! side (widths, strides, weight fingerprints).
+
+use super::super::kernels::block::stride_for;
+use super::super::kernels::softmax_cross_entropy;
+use super::MlrState;
+
+/// Scratch of the softmax over `a` members: exp(z − max), max and sum per
+/// member, and one row's losses.
+#[derive(Default)]
+pub(super) struct SoftmaxScratch {
+    pub(super) exps: Vec<f32>,
+    pub(super) maxv: Vec<f32>,
+    pub(super) sumv: Vec<f32>,
+    pub(super) row_loss: Vec<f64>,
+}
+
+crate::simd::kernel! {
+    /// Losses and deltas of one chunk of a pass: for each row o of `rows`
+    /// (logits `z[o·stride..]`, `a` members class-major), adds its computed
+    /// loss to `losses`, and if `pos[o]` is a minibatch position p, writes
+    /// the softmax deltas to `delta[(p − delta_base)·stride..]` and the
+    /// losses to `pos_loss[p·a..]`.
+    pub(super) fn softmax_chunk, softmax_chunk_at(
+        z: &[f32],
+        stride: usize,
+        rows: &[u32],
+        y: &[u8],
+        a: usize,
+        c: usize,
+        pos: &[u32],
+        delta_base: usize,
+        sc: &mut SoftmaxScratch,
+        losses: &mut [f64],
+        delta: &mut [f32],
+        pos_loss: &mut [f64]
+    ) = softmax_chunk_body;
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn softmax_chunk_body(
+    z: &[f32],
+    stride: usize,
+    rows: &[u32],
+    y: &[u8],
+    a: usize,
+    c: usize,
+    pos: &[u32],
+    delta_base: usize,
+    sc: &mut SoftmaxScratch,
+    losses: &mut [f64],
+    delta: &mut [f32],
+    pos_loss: &mut [f64],
+) {
+    for (o, (&r, &p)) in rows.iter().zip(pos).enumerate() {
+        let zr = &z[o * stride..o * stride + a * c];
+        let label = y[r as usize] as usize;
+        sc.row_loss.fill(0.0);
+        let d = (p != u32::MAX).then(|| {
+            let at = (p as usize - delta_base) * stride;
+            &mut delta[at..at + a * c]
+        });
+        softmax_cross_entropy(
+            zr,
+            a,
+            c,
+            label,
+            &mut sc.exps,
+            &mut sc.maxv,
+            &mut sc.sumv,
+            &mut sc.row_loss,
+            d,
+        );
+        for (l, &v) in losses.iter_mut().zip(sc.row_loss.iter()) {
+            *l += v;
+        }
+        if p != u32::MAX {
+            pos_loss[p as usize * a..(p as usize + 1) * a].copy_from_slice(&sc.row_loss);
+        }
+    }
+}
+
+/// The fingerprints of `members` of `states` (0 for the others).
+pub(super) fn prints(states: &[MlrState], members: &[usize]) -> Vec<u64> {
+    let mut key = vec![0u64; states.len()];
+    for &i in members {
+        key[i] = fingerprint(&states[i].w);
+    }
+    key
+}
+
+/// `out[s] = Σ_p pos_loss[p·a + s]` in position order.
+pub(super) fn sum_positions(pos_loss: &[f64], a: usize, out: &mut Vec<f64>) {
+    out.clear();
+    out.resize(a, 0.0);
+    for row in pos_loss.chunks_exact(a) {
+        for (l, &v) in out.iter_mut().zip(row) {
+            *l += v;
+        }
+    }
+}
+
+/// Columns of a pass over `a` stacked members of `classes` classes: `a·classes`
+/// rounded up to a multiple of 16 (the kernels' tile unit; the padding
+/// columns are zero weights and their results are ignored).
+pub(super) fn padded_width(a: usize, classes: usize) -> usize {
+    (a * classes).div_ceil(16) * 16
+}
+
+/// Row stride of the logits and deltas of a pass over `a` members (see
+/// [`stride_for`]).
+pub(super) fn stride(a: usize, classes: usize) -> usize {
+    stride_for(padded_width(a, classes))
+}
+
+/// A cheap fingerprint of a weight vector (FNV-1a over the bit patterns).
+pub(super) fn fingerprint(w: &[f32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in w {
+        h ^= v.to_bits() as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h | 1
+}
