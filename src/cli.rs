@@ -166,6 +166,11 @@ pub struct ReproduceArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Scenarios run at the same time, each with its own --threads workers
+    /// (default: 2 when --threads is at least 2, else 1). Two keep the cores
+    /// busy through one scenario's serial phases; results do not depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub scenarios_at_once: Option<u64>,
     /// Keep the scenarios already finished in --out with the same inputs
     /// (program version, scenario, trials, seed, data), finish interrupted
     /// ones from their journal, run the rest; then draw and report them all.

@@ -220,16 +220,24 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         trials: args.trials,
         scale: args.scale,
         threads,
+        at_once: args
+            .scenarios_at_once
+            .map_or(if threads >= 2 { 2 } else { 1 }, |n| n as usize),
         resume: args.resume,
         only: args.only,
         shard,
         merge: args.merge,
     };
     let quiet = args.quiet;
-    let bar = |name: &str, units: u64| progress_bar(units, quiet, name);
+    // Scenarios may run two at a time: their bars share the terminal.
+    let bars = indicatif::MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let bar = |name: &str, units: u64| {
+        let b = progress_bar(units, quiet, name);
+        if quiet { b } else { bars.add(b) }
+    };
     let log = |line: &str| {
         if !quiet {
-            eprintln!("{line}");
+            bars.suspend(|| eprintln!("{line}"));
         }
     };
     install_ctrl_c();

@@ -11,6 +11,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -77,6 +78,12 @@ pub struct ReproduceOptions {
     pub scale: Option<f64>,
     /// Worker threads.
     pub threads: usize,
+    /// Scenarios run at the same time, each in its own pool of `threads`
+    /// workers (at least 1). Two keep both cores busy while one scenario is
+    /// in a serial phase (a reference run, loading data, writing tables);
+    /// results do not depend on it, and each scenario's CPU time counts its
+    /// own pool's threads only.
+    pub at_once: usize,
     /// Keep scenarios whose results folder is complete and was made from the
     /// same inputs (manifest fingerprint); finish interrupted ones from their
     /// journal; run the rest.
@@ -236,7 +243,7 @@ pub struct Reproduction {
 /// scenario; `log` receives one line per step.
 pub fn reproduce(
     opts: &ReproduceOptions,
-    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Reproduction> {
     experiment::budget::check_threads(Some(opts.threads))?;
@@ -257,34 +264,22 @@ pub fn reproduce(
             ));
         }
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads)
-        .build()
-        .map_err(|e| anyhow::anyhow!("cannot start {} worker threads: {e}", opts.threads))?;
     let cache = DataCache::new();
     let names = selected_names(&opts.only)?;
     if let Some(task) = opts.shard {
+        let pool = worker_pool(opts.threads, None)?;
         return run_shard(task, &names, opts, scale, &pool, &cache, progress, log);
     }
-    let mut entries = Vec::new();
-    let mut figure_files = Vec::new();
-    for name in names {
-        let mut entry = if opts.merge.is_empty() {
-            run_one(name, opts, scale, &pool, &cache, progress, log)
-        } else {
-            gather_one(name, opts, scale, log)
-        };
-        if let Ok(r) = &entry.results {
-            match figures::draw_loaded(r) {
-                Ok(files) => figure_files.extend(files),
-                Err(e) => {
-                    log(&format!("{name}: figure not drawn: {e:#}"));
-                    entry.figure_error = Some(format!("{e:#}"));
-                }
-            }
-        }
-        entries.push(entry);
-    }
+    let (entries, figure_files) = if opts.merge.is_empty() {
+        run_all(&names, opts, scale, &cache, progress, log)?
+    } else {
+        let done: Vec<(Entry, Vec<PathBuf>)> = names
+            .iter()
+            .map(|name| with_figures(gather_one(name, opts, scale, log), log))
+            .collect();
+        done.into_iter().unzip()
+    };
+    let mut figure_files: Vec<PathBuf> = figure_files.into_iter().flatten().collect();
     let ok: Vec<Results> = entries
         .iter()
         .filter_map(|e| e.results.as_ref().ok().cloned())
@@ -315,6 +310,74 @@ pub fn reproduce(
             .collect(),
         wall_time_seconds: seconds,
     })
+}
+
+/// A pool of `threads` workers; with `clock`, each worker's CPU clock is
+/// added to it (see [`experiment::cpu`]).
+fn worker_pool(
+    threads: usize,
+    clock: Option<Arc<experiment::cpu::PoolClock>>,
+) -> Result<rayon::ThreadPool> {
+    let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+    if let Some(clock) = clock {
+        builder = builder.start_handler(move |_| clock.register_current_thread());
+    }
+    builder
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))
+}
+
+/// Draws `entry`'s figure (noting in it why one could not be drawn).
+fn with_figures(mut entry: Entry, log: &(dyn Fn(&str) + Sync)) -> (Entry, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    if let Ok(r) = &entry.results {
+        match figures::draw_loaded(r) {
+            Ok(f) => files = f,
+            Err(e) => {
+                log(&format!("{}: figure not drawn: {e:#}", entry.name));
+                entry.figure_error = Some(format!("{e:#}"));
+            }
+        }
+    }
+    (entry, files)
+}
+
+/// Runs `names` ([`ReproduceOptions::at_once`] at a time, each in its own
+/// pool) and draws their figures; the entries come back in `names`' order.
+fn run_all(
+    names: &[&'static str],
+    opts: &ReproduceOptions,
+    scale: f64,
+    cache: &DataCache,
+    progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(Vec<Entry>, Vec<Vec<PathBuf>>)> {
+    let lanes = opts.at_once.clamp(1, names.len().max(1));
+    let pools = (0..lanes)
+        .map(|_| worker_pool(opts.threads, Some(experiment::cpu::PoolClock::new())))
+        .collect::<Result<Vec<_>>>()?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<(Entry, Vec<PathBuf>)>>> =
+        std::sync::Mutex::new((0..names.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for pool in &pools {
+            let (next, done) = (&next, &done);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(name) = names.get(i) else { break };
+                    let entry = run_one(name, opts, scale, pool, cache, progress, log);
+                    let drawn = with_figures(entry, log);
+                    done.lock().expect("entries")[i] = Some(drawn);
+                }
+            });
+        }
+    });
+    let done = done.into_inner().expect("entries");
+    Ok(done
+        .into_iter()
+        .map(|d| d.expect("every scenario ran"))
+        .unzip())
 }
 
 /// A bundled scenario loaded and resolved for this reproduction.
@@ -430,7 +493,7 @@ fn run_one(
     scale: f64,
     pool: &rayon::ThreadPool,
     cache: &DataCache,
-    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Entry {
     let Resolved {
@@ -583,7 +646,7 @@ fn run_shard(
     scale: f64,
     pool: &rayon::ThreadPool,
     cache: &DataCache,
-    progress: &dyn Fn(&str, u64) -> ProgressBar,
+    progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Reproduction> {
     let started = Instant::now();
@@ -712,9 +775,12 @@ fn report_text(
     writeln!(w, "- Mode: {mode}")?;
     writeln!(
         w,
-        "- scarsim {}, {} worker threads; total wall time {:.1} s, CPU time {:.1} s",
+        "- scarsim {}, {} worker threads, {} scenario(s) at a time (each its own pool; a \
+         scenario's wall time overlaps others', its CPU time counts its own pool's threads); \
+         total wall time {:.1} s, CPU time {:.1} s",
         env!("CARGO_PKG_VERSION"),
         opts.threads,
+        opts.at_once.max(1),
         seconds,
         entries
             .iter()
@@ -931,6 +997,7 @@ mod tests {
             trials: None,
             scale: None,
             threads: 1,
+            at_once: 1,
             resume: false,
             only: Vec::new(),
             shard: None,

@@ -110,7 +110,7 @@ pub fn execute(
     exec: &Execution<'_>,
 ) -> Result<Executed> {
     let started = Instant::now();
-    let cpu_started = crate::bench::process_seconds();
+    let cpu_started = super::cpu::run_seconds();
     let name = &scenario.meta().name;
     // Every check before anything is created.
     let units = super::budget::check(scenario)?.units;
@@ -207,7 +207,7 @@ pub fn execute(
                 scenario_toml: text.to_string(),
                 context: raw.context.clone(),
                 wall_time_seconds: seconds,
-                cpu_time_seconds: Some(crate::bench::process_seconds() - cpu_started),
+                cpu_time_seconds: Some(super::cpu::run_seconds() - cpu_started),
                 threads: opts.threads,
                 journal_checksum: fnv64(&read_in(&dir, JOURNAL)?),
             };
@@ -228,7 +228,7 @@ pub fn execute(
                 text,
                 threads: opts.threads,
                 seconds,
-                cpu_seconds: Some(crate::bench::process_seconds() - cpu_started),
+                cpu_seconds: Some(super::cpu::run_seconds() - cpu_started),
                 units_computed: raw.records.len().saturating_sub(resumed_count),
                 fingerprint: &header.fingerprint,
                 extra: serde_json::Value::Null,

@@ -9,6 +9,7 @@
 //! output tables.
 
 pub mod budget;
+pub mod cpu;
 pub mod execute;
 pub mod faults;
 pub mod perturbation;
