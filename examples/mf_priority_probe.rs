@@ -6,7 +6,7 @@
 //! blocks and partial recovery from that checkpoint, how much the squared
 //! error one and five ALS iterations later exceeds the unperturbed run's.
 //! Used to test why the priority selector does not beat round-robin on
-//! MovieLens (README, "Matrix factorization").
+//! MovieLens (docs/MODELS.md, "Matrix factorization").
 //!
 //! `cargo run --release --example mf_priority_probe -- <movielens|jester> [data dir]`
 //!
