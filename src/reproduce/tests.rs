@@ -1,0 +1,65 @@
+//! Unit tests of `reproduce`.
+
+use super::report::link;
+use super::*;
+
+#[test]
+fn quick_defaults_and_overrides() {
+    let mut o = ReproduceOptions {
+        quick: true,
+        data_dir: "data".into(),
+        synthetic: false,
+        out_dir: "out".into(),
+        trials: None,
+        scale: None,
+        threads: 1,
+        at_once: 1,
+        resume: false,
+        only: Vec::new(),
+        shard: None,
+        merge: Vec::new(),
+    };
+    assert_eq!(o.trials(), Some(QUICK_TRIALS));
+    assert_eq!(o.scale(), QUICK_SCALE);
+    o.quick = false;
+    assert_eq!(o.trials(), None);
+    assert_eq!(o.scale(), 1.0);
+    o.trials = Some(3);
+    o.scale = Some(0.02);
+    assert_eq!(o.trials(), Some(3));
+    assert_eq!(o.scale(), 0.02);
+    assert_eq!(
+        o.command_line(),
+        "scarsim reproduce --trials 3 --scale 0.02 --data-dir data --out out"
+    );
+    o.resume = true;
+    assert!(o.command_line().contains(" --resume "));
+}
+
+#[test]
+fn stand_in_when_a_file_is_missing() {
+    let dir = std::env::temp_dir().join(format!("scarsim-choose-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(dir.join("covtype")).unwrap();
+    match choose_data(&[DatasetName::Covtype], &dir, 0.1) {
+        DataChoice::StandIn { scale, missing } => {
+            assert_eq!(scale, 0.1);
+            assert_eq!(missing, vec![dir.join("covtype/covtype.data")]);
+        }
+        DataChoice::Real | DataChoice::NoData => panic!("nothing is there"),
+    }
+    std::fs::write(dir.join("covtype/covtype.data.gz"), b"x").unwrap();
+    assert_eq!(
+        choose_data(&[DatasetName::Covtype], &dir, 0.1),
+        DataChoice::Real
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn links_are_relative() {
+    assert_eq!(
+        link(Path::new("out"), Path::new("out/a/figure.png")),
+        "a/figure.png"
+    );
+}
