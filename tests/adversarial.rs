@@ -9,7 +9,7 @@
 //! 4. inputs naming what does not exist, or silently wrong, are errors;
 //! 5. a folder is finished only when its manifest says so.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! The command line end to end: run, list, validate, determinism across
 //! thread counts, and every kind of bad input.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_same_bytes_on_every_kernel_level, assert_same_bytes_on_one_and_two_threads, scarsim,

@@ -1,7 +1,7 @@
 //! The CNN scenarios end to end on the MNIST stand-in: a run, the bundled
 //! scenarios, and bad `[model]` tables.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_listed_with_panels, assert_same_bytes_on_every_kernel_level,

@@ -3,7 +3,7 @@
 //! replayed), the SCAR §5.5 time split, Daly's formula against simulation,
 //! and the `faults` scenarios end to end.
 
-mod common;
+use crate::common;
 
 use common::{scarsim, stderr, tmpdir};
 use scarsim::cluster::sim::ScriptedDelays;

@@ -4,7 +4,7 @@
 //! SVG parses as XML and carries the title, the PNG decodes at the expected
 //! size with ink on the page and text in the title band.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

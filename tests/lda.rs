@@ -2,7 +2,7 @@
 //! deterministic across thread counts, partial recovery never perturbs more
 //! than full recovery, and bad LDA input is rejected clearly.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_listed_with_panels, assert_same_bytes_on_every_kernel_level, scarsim, stderr, tmpdir,

@@ -2,7 +2,7 @@
 //! stand-ins: trials, recovery mechanics, determinism, the bundled scenarios,
 //! and clear errors for bad rating files and bad `[model]` tables.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_listed_with_panels, assert_same_bytes_on_every_kernel_level,

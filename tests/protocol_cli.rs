@@ -1,7 +1,7 @@
 //! `protocol` scenarios end to end: output tables, determinism across thread
 //! counts, empirical delay files, and bad input.
 
-mod common;
+use crate::common;
 
 use common::{scarsim, stderr, tmpdir};
 

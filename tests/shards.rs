@@ -1,6 +1,6 @@
 //! Sharded runs, merging, the journal and resuming after a kill.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

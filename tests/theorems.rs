@@ -1,7 +1,7 @@
 //! SCAR's partial-recovery theorems and headline effect, checked on the real
 //! engine with the MNIST stand-in.
 
-mod common;
+use crate::common;
 
 use indicatif::ProgressBar;
 use scarsim::data::{DataCache, DataOptions};

@@ -3,7 +3,7 @@
 //! scenarios on the MNIST stand-in, and the online predictor's columns in
 //! recovery scenarios.
 
-mod common;
+use crate::common;
 
 use common::{scarsim, small_recovery, stderr, tmpdir};
 use indicatif::ProgressBar;

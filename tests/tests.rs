@@ -1,0 +1,18 @@
+//! The integration suite, one crate so that it links once: one module per
+//! concern (`cargo test --test tests <module>::` runs one).
+
+mod common;
+
+mod adversarial;
+mod cli;
+mod cnn;
+mod faults;
+mod figures;
+mod lda;
+mod mf;
+mod protocol_cli;
+mod protocols;
+mod recipes;
+mod shards;
+mod theorems;
+mod theory;
