@@ -363,7 +363,8 @@ fn run_all(
         .map(|_| worker_pool(opts.threads, Some(experiment::cpu::PoolClock::new())))
         .collect::<Result<Vec<_>>>()?;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: std::sync::Mutex<Vec<Option<(Entry, Vec<PathBuf>)>>> =
+    type Drawn = (Entry, Vec<PathBuf>);
+    let done: std::sync::Mutex<Vec<Option<Drawn>>> =
         std::sync::Mutex::new((0..names.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for pool in &pools {

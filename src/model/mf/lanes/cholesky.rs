@@ -1,6 +1,10 @@
 //! Cholesky solves of the lane systems, lane by lane in the scalar order of
 //! [`crate::model::mf::single::cholesky_solve_upper`].
 
+// Index loops over several `[system][row]` register arrays at once keep each
+// one a plain register operation (no iterator adapters in the hot loops).
+#![allow(clippy::needless_range_loop)]
+
 use super::V;
 use super::simd::Simd;
 
