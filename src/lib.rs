@@ -9,6 +9,8 @@
 //! [`data`]. All randomness flows from [`rng`] streams, so results are
 //! byte-identical on any number of threads.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod cli;
 pub mod cluster;
