@@ -73,6 +73,12 @@ pub const WALLCLOCK_SUMMARY_COLUMNS: &[&str] = &[
     "nodes",
     "cost_on_demand",
     "cost_spot",
+    "worker_busy_node_s",
+    "worker_idle_node_s",
+    "ps_up_node_s",
+    "ps_down_node_s",
+    "cost_hourly_on_demand",
+    "cost_hourly_spot",
     "persist",
     "model",
     "dataset",
@@ -551,6 +557,17 @@ fn wallclock_tables(
                 nodes as f64 * billed_hours * p.spot,
             )
         });
+        // Per-hour billing: whole hours per node and up interval, until the
+        // criterion (the horizon for runs that never reach it).
+        let ps_members = w.ps_nodes * series.strategy.chain();
+        let hourly = mean(&|r| {
+            let t = time_to(&grid, &r.grid_loss, w.criterion);
+            let end = if t.is_finite() { t } else { w.horizon };
+            r.usage.billed_hours_rounded_up(workers, ps_members, end)
+        });
+        let (hourly_od, hourly_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
+            (hourly * p.on_demand, hourly * p.spot)
+        });
         summary.push(vec![
             sc.meta.name.clone(),
             series.name.clone(),
@@ -586,6 +603,12 @@ fn wallclock_tables(
             nodes.to_string(),
             fmt_f64(cost_od),
             fmt_f64(cost_spot),
+            fmt_f64(mean(&|r| r.usage.worker_busy)),
+            fmt_f64(mean(&|r| r.usage.worker_idle)),
+            fmt_f64(mean(&|r| r.usage.ps_up)),
+            fmt_f64(mean(&|r| r.usage.ps_down)),
+            fmt_f64(hourly_od),
+            fmt_f64(hourly_spot),
             if series.asynchronous { "async" } else { "sync" }.into(),
             ctx.name.clone(),
             ctx.dataset.clone(),
