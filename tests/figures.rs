@@ -322,6 +322,12 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
         "`cao-ps-kill`, P = 1, accuracy (failure at 10 s): checkpoint-restart",
         "right after its recovery (first grid time after 15.50 s)",
         "stateless-ps ",
+        // Cao et al.'s cost claim, under both billings.
+        "`cao-ps-kill`, P = 1, Cao et al.'s cost claim (stateless PS against checkpoint-restart",
+        "under per-second billing and",
+        // Theorem 1's bound from the chosen and a generic x(0).
+        "`random` series: the cost exceeds Theorem 1's bound in 0 of",
+        "the bound uses c = 0.990000 (max-ratio) and ‖x(0) − x*‖ = 3.0414",
     ] {
         assert!(report.contains(finding), "REPORT.md lacks {finding:?}");
     }

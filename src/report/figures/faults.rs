@@ -71,7 +71,11 @@ impl Layout for Faults {
 
     fn findings(&self, r: &Results) -> Result<Vec<String>> {
         match r.manifest["details"]["measure"].as_str() {
-            Some("wallclock") => wallclock_findings(r),
+            Some("wallclock") => {
+                let mut found = wallclock_findings(r)?;
+                found.extend(cost_findings(r)?);
+                Ok(found)
+            }
             _ => Ok(Vec::new()),
         }
     }
@@ -174,6 +178,84 @@ fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
         }
         line.push('.');
         out.push(line);
+    }
+    Ok(out)
+}
+
+/// How much more the stateless PS may cost and still count as "similar" in
+/// the check of Cao et al.'s cost claim (choice: the paper gives no
+/// tolerance; a lower cost satisfies the claim too).
+const SIMILAR_COST: f64 = 0.10;
+
+/// Cao et al.'s claim that the stateless PS, "despite higher resource usage",
+/// costs about what checkpoint-restart costs: per worker count, with the
+/// failure, the workers' busy node-seconds and the costs under per-second
+/// and per-hour billing of the first `stateless-ps` and `checkpoint-restart`
+/// series (nothing when either is absent or the summary predates the
+/// resource columns).
+fn cost_findings(r: &Results) -> Result<Vec<String>> {
+    let summary = read(r, "summary.csv")?;
+    let Some(busy) = summary.column("worker_busy_node_s") else {
+        return Ok(Vec::new());
+    };
+    let (st, sw, sf) = (
+        col(&summary, "strategy")?,
+        col(&summary, "workers")?,
+        col(&summary, "failures")?,
+    );
+    let (second, hour) = (
+        col(&summary, "cost_on_demand")?,
+        col(&summary, "cost_hourly_on_demand")?,
+    );
+    let mut workers: Vec<&str> = Vec::new();
+    for row in &summary.rows {
+        if !workers.contains(&row[sw].as_str()) {
+            workers.push(&row[sw]);
+        }
+    }
+    let mut out = Vec::new();
+    for p in workers {
+        let find = |strategy: &str| {
+            summary
+                .rows
+                .iter()
+                .find(|row| row[st] == strategy && row[sw] == p && row[sf] == "on")
+        };
+        let (Some(stateless), Some(ckpt)) = (find("stateless-ps"), find("checkpoint-restart"))
+        else {
+            continue;
+        };
+        let ratio = |c: usize| num(&stateless[c]) / num(&ckpt[c]);
+        let similar = |c: usize| ratio(c) <= 1.0 + SIMILAR_COST;
+        let more_use = ratio(busy) > 1.0;
+        let verdict = |c: usize| {
+            if more_use && similar(c) {
+                "holds"
+            } else {
+                "does not hold"
+            }
+        };
+        out.push(format!(
+            "`{}`, P = {p}, Cao et al.'s cost claim (stateless PS against checkpoint-restart, \
+             with the failure): workers busy {:.1} vs {:.1} node-s ({:.2}×, {} resource use); \
+             on-demand cost billed per second {:.5} vs {:.5} ({:.2}×), per hour {:.2} vs {:.2} \
+             ({:.2}×). \"Similar cost despite higher resource use\" (similar: at most {:.0}% more) {} \
+             under per-second billing and {} under per-hour billing.",
+            r.name(),
+            num(&stateless[busy]),
+            num(&ckpt[busy]),
+            ratio(busy),
+            if more_use { "higher" } else { "no higher" },
+            num(&stateless[second]),
+            num(&ckpt[second]),
+            ratio(second),
+            num(&stateless[hour]),
+            num(&ckpt[hour]),
+            ratio(hour),
+            SIMILAR_COST * 100.0,
+            verdict(second),
+            verdict(hour),
+        ));
     }
     Ok(out)
 }
