@@ -56,7 +56,7 @@ fn run(strategy: Strategy, ps_nodes: usize, ck: CheckpointCost, outages: &[Outag
     run_join(strategy, ps_nodes, ck, outages, f64::INFINITY)
 }
 
-fn run_join(
+pub(crate) fn run_join(
     strategy: Strategy,
     ps_nodes: usize,
     ck: CheckpointCost,
@@ -84,7 +84,7 @@ fn run_join(
     run_ps(&Counter, &mut (), &mut delays, &setup)
 }
 
-fn sync_ck() -> CheckpointCost {
+pub(crate) fn sync_ck() -> CheckpointCost {
     CheckpointCost {
         interval: 2.5,
         write_time: 0.0,
@@ -93,7 +93,7 @@ fn sync_ck() -> CheckpointCost {
     }
 }
 
-const KILL: [Outage; 1] = [Outage {
+pub(crate) const KILL: [Outage; 1] = [Outage {
     node: 0,
     down: 4.5,
     up: 6.0,
@@ -797,29 +797,4 @@ fn bad_faults_scenarios_are_rejected_with_the_line() {
             assert!(e.contains(n), "{n:?} not in {e}");
         }
     }
-}
-
-/// Resource use: the worker's busy and idle node-seconds fill the window, the
-/// PS is down exactly during its outage, and per-hour billing counts a node
-/// back from a failure as a new instance.
-#[test]
-fn usage_accounts_node_seconds_and_hourly_billing() {
-    let r = run(Strategy::CheckpointRestart, 1, sync_ck(), &KILL);
-    let u = &r.usage;
-    assert!((u.worker_busy + u.worker_idle - 10.0).abs() < 1e-9, "{u:?}");
-    // The worker waits while the PS is down or restoring (4.5 s to 7 s).
-    assert!(u.worker_busy > 5.0 && u.worker_busy < 9.0, "{u:?}");
-    assert!((u.ps_down - 1.5).abs() < 1e-12, "{u:?}");
-    assert!((u.ps_up - 8.5).abs() < 1e-12, "{u:?}");
-    assert_eq!(u.down, vec![(0, 4.5, 6.0)]);
-    // One worker hour, and the PS billed for [0, 4.5) and again from 6 s.
-    assert_eq!(u.billed_hours_rounded_up(1, 1, 10.0), 3.0);
-    // Billing that ends during the outage: the second instance never starts.
-    assert_eq!(u.billed_hours_rounded_up(1, 1, 5.0), 2.0);
-    assert_eq!(u.ps_down_before(5.0), 0.5);
-    // Without a failure: one instance each.
-    let quiet = run(Strategy::CheckpointRestart, 1, sync_ck(), &[]);
-    assert_eq!(quiet.usage.ps_down, 0.0);
-    assert!((quiet.usage.worker_busy - 10.0).abs() < 1e-9);
-    assert_eq!(quiet.usage.billed_hours_rounded_up(1, 1, 10.0), 2.0);
 }

@@ -16,3 +16,4 @@ mod recipes;
 mod shards;
 mod theorems;
 mod theory;
+mod usage;

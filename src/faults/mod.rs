@@ -16,6 +16,7 @@ pub mod daly;
 pub mod failures;
 pub mod overhead;
 pub mod ps;
+pub mod usage;
 
 pub use daly::TimeSplit;
 pub use failures::{FailureProcess, Outage};
