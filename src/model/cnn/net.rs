@@ -21,8 +21,8 @@
 use std::ops::Range;
 
 use super::layers::{
-    Codes, ConvShape, LANES, P1_LEN, P1_SIDE, P2_SIDE, PLANE, Scalar, TAPS2, Term, W2_PADDED,
-    conv1_backward, conv1_pool, conv2_backward, conv2_pool, fc_bias_grad, fc_forward_t,
+    Codes, ConvShape, LANES, P1_LEN, P1_SIDE, P2_SIDE, PAIRS_LEN, PLANE, Scalar, TAPS2, Term,
+    W2_PADDED, conv1_backward, conv1_pool, conv2_backward, conv2_pool, fc_bias_grad, fc_forward_t,
     fc_input_grad, fc_weight_grad, pad_conv2, pad_rows, rows_from_t, softmax_t, split_columns,
     transpose_conv2,
 };
@@ -243,7 +243,7 @@ pub struct Net<T> {
     dp1: Vec<T>,
     w2t: Vec<T>,
     terms2: Vec<Term<T>>,
-    terms1: Vec<Term<T>>,
+    pairs: Vec<T>,
     w2c: Vec<T>,
     w2p: Vec<T>,
     w3p: Vec<T>,
@@ -280,7 +280,7 @@ impl<T: Scalar> Net<T> {
             dp1: vec![z; n * P1_LEN + LANES],
             w2t: vec![z; TAPS2 * CONV2_CHANNELS],
             terms2: vec![Term::default(); CONV2_CHANNELS * n * A2],
-            terms1: vec![Term::default(); CONV1_CHANNELS * n * P1_SIDE * P1_SIDE],
+            pairs: vec![z; PAIRS_LEN],
             w2c: vec![z; W2_PADDED],
             w2p: vec![z; FC2_UNITS * H1S],
             w3p: vec![z; k * H2S],
@@ -546,7 +546,7 @@ impl<T: Scalar> Net<T> {
             &self.dp1,
             gw1,
             gb1,
-            &mut self.terms1,
+            &mut self.pairs,
         );
         loss
     }

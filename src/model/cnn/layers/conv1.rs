@@ -76,11 +76,51 @@ pub fn conv1_pool<T: Scalar, V: Vector<T>>(
     }
 }
 
+/// Rows of [`row_pairs`]' output: every input row a kernel-row pair starts at.
+const PAIR_ROWS: usize = SIDE;
+/// Columns of [`row_pairs`]' output: every column a window maximum's patch
+/// starts at (0..=23).
+const PAIR_COLS: usize = CONV1_OUT;
+/// Values of [`row_pairs`]' output for one image.
+pub const PAIRS_LEN: usize = PAIR_ROWS * PAIR_COLS * LANES;
+
+/// One image's input as row pairs: `z[(r·24 + c)·16 ..]` holds row r's
+/// columns c..c+8 in lanes 0..8 and row r + 1's in lanes 8..16 (zeros past
+/// the last row), so that a 5×5 patch at (r, c) is three vectors, kernel rows
+/// (0, 1), (2, 3) and (4, –), with its five columns in lanes 0..5 and 8..13.
+/// `x` is the image and must extend [`LANES`] values past it.
+#[inline(always)]
+fn row_pairs<T: Scalar, V: Vector<T>>(x: &[T], z: &mut [T]) {
+    let low = V::lanes_from(LANES / 2);
+    let zero = V::splat(T::zero());
+    for r in 0..PAIR_ROWS {
+        for c in 0..PAIR_COLS {
+            let top = V::load(&x[r * SIDE + c..]);
+            let bottom = if r + 1 < SIDE {
+                V::load(&x[(r + 1) * SIDE + c - LANES / 2..])
+            } else {
+                zero
+            };
+            V::select(low, bottom, top).store(&mut z[(r * PAIR_COLS + c) * LANES..]);
+        }
+    }
+}
+
 /// conv1's weight and bias gradients from the gradient `dp1` with respect
 /// to its pooled outputs `p1` (window codes `arg1`) of `n` images whose
 /// input images are `x` (planar 28×28, extending [`LANES`] values past the
-/// last image). Overwrites `dw` `(out, kh, kw)` and `db`; `terms` is scratch
-/// (`6 × n·144` entries). Windows whose gradient is zero are skipped.
+/// last image). Overwrites `dw` `(out, kh, kw)` and `db`; `pairs` is scratch
+/// ([`PAIRS_LEN`] values).
+///
+/// Each channel's chain runs over every pooling window in (image, window)
+/// order, a window adding its maximum's patch times the gradient that
+/// reaches it through the ReLU. The six channels' chains run side by side
+/// (18 independent accumulators, three per channel: the patch read as row
+/// pairs, see [`row_pairs`]). A window whose gradient is zero adds
+/// `±0 · x = ±0` (the input pixels are finite), which leaves every partial
+/// sum as it is (a sum started from +0 is never −0), so the result has the
+/// bits of the sum over the non-zero windows alone, without branches or
+/// term lists.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn conv1_backward<T: Scalar, V: Vector<T>>(
@@ -91,74 +131,46 @@ pub fn conv1_backward<T: Scalar, V: Vector<T>>(
     dp1: &[T],
     dw: &mut [T],
     db: &mut [T],
-    terms: &mut [Term<T>],
+    pairs: &mut [T],
 ) {
     const C: usize = CONV1_CHANNELS;
-    const WINDOWS: usize = P1_SIDE * P1_SIDE;
-    let per_channel = n * WINDOWS;
-    let mut count = [0usize; C];
-    // Each channel's terms in (image, window) order.
+    const PAIRS: usize = KERNEL.div_ceil(2);
+    let z: &mut [T; PAIRS_LEN] = (&mut pairs[..PAIRS_LEN]).try_into().expect("row pairs");
+    let mut acc = [[V::splat(T::zero()); PAIRS]; C];
+    let mut bias = [T::zero(); C];
     for img in 0..n {
+        row_pairs::<T, V>(&x[img * SIDE * SIDE..], z);
+        let p1i: &[T; P1_LEN] = p1[img * P1_LEN..][..P1_LEN].try_into().expect("p1 image");
+        let dp1i: &[T; P1_LEN] = dp1[img * P1_LEN..][..P1_LEN].try_into().expect("dp1 image");
         for ph in 0..P1_SIDE {
-            let codes = &arg1[(img * P1_SIDE + ph) * C..][..C];
+            let codes: &[Codes; C] = arg1[(img * P1_SIDE + ph) * C..][..C]
+                .try_into()
+                .expect("window codes");
             for pw in 0..P1_SIDE {
-                let j0 = img * P1_LEN + (ph * P1_SIDE + pw) * C;
+                let j0 = (ph * P1_SIDE + pw) * C;
                 for c in 0..C {
-                    let g = through_relu(p1[j0 + c], dp1[j0 + c]);
+                    let g = through_relu(p1i[j0 + c], dp1i[j0 + c]);
                     let (dh, dw_) = code_at(codes[c], pw);
-                    let at = (img * SIDE * SIDE + (2 * ph + dh) * SIDE + 2 * pw + dw_) as u32;
-                    terms[c * per_channel + count[c]] = Term { at, g };
-                    count[c] += usize::from(g != T::zero());
+                    let at = ((2 * ph + dh) * PAIR_COLS + 2 * pw + dw_) * LANES;
+                    let gv = V::splat(g);
+                    for (k, a) in acc[c].iter_mut().enumerate() {
+                        *a = gv.mul_add(V::load(&z[at + 2 * k * PAIR_COLS * LANES..]), *a);
+                    }
+                    bias[c] = bias[c] + g;
                 }
             }
         }
     }
-    const _: () = assert!(C.is_multiple_of(3));
-    // Three channels at a time, their chains interleaved (each channel's
-    // terms still in order) so that 15 independent accumulators hide the
-    // latency of the fused multiply-adds; acc[j][kh]: lanes kw < 5 are kept.
-    for c0 in (0..C).step_by(3) {
-        let (l0, l1, l2) = (
-            &terms[c0 * per_channel..][..count[c0]],
-            &terms[(c0 + 1) * per_channel..][..count[c0 + 1]],
-            &terms[(c0 + 2) * per_channel..][..count[c0 + 2]],
-        );
-        let zero = ([V::splat(T::zero()); KERNEL], T::zero());
-        let (mut s0, mut s1, mut s2) = (zero, zero, zero);
-        let common = l0.len().min(l1.len()).min(l2.len());
-        for ((&t0, &t1), &t2) in l0.iter().zip(l1).zip(l2) {
-            s0 = conv1_term::<T, V>(s0, t0, x);
-            s1 = conv1_term::<T, V>(s1, t1, x);
-            s2 = conv1_term::<T, V>(s2, t2, x);
-        }
-        for (j, (mut st, rest)) in [(s0, l0), (s1, l1), (s2, l2)].into_iter().enumerate() {
-            for &t in &rest[common..] {
-                st = conv1_term::<T, V>(st, t, x);
-            }
-            let c = c0 + j;
-            db[c] = st.1;
-            for (kh, a) in st.0.iter().enumerate() {
-                dw[c * KERNEL * KERNEL + kh * KERNEL..][..KERNEL]
-                    .copy_from_slice(&a.to_array()[..KERNEL]);
+    for c in 0..C {
+        db[c] = bias[c];
+        for (k, a) in acc[c].iter().enumerate() {
+            let v = a.to_array();
+            for (half, kh) in [2 * k, 2 * k + 1].into_iter().enumerate() {
+                if kh < KERNEL {
+                    dw[c * KERNEL * KERNEL + kh * KERNEL..][..KERNEL]
+                        .copy_from_slice(&v[half * LANES / 2..][..KERNEL]);
+                }
             }
         }
     }
-}
-
-/// One weight-gradient term of conv1 added to a channel's accumulators
-/// (`acc[kh]`, lanes kw) and bias sum.
-#[inline(always)]
-fn conv1_term<T: Scalar, V: Vector<T>>(
-    (mut acc, bias): ([V; KERNEL], T),
-    t: Term<T>,
-    x: &[T],
-) -> ([V; KERNEL], T) {
-    const SPAN: usize = (KERNEL - 1) * SIDE + LANES;
-    let at = t.at as usize;
-    let xi: &[T; SPAN] = x[at..at + SPAN].try_into().expect("a patch of the input");
-    let gv = V::splat(t.g);
-    for (kh, a) in acc.iter_mut().enumerate() {
-        *a = gv.mul_add(V::load(&xi[kh * SIDE..]), *a);
-    }
-    (acc, bias + t.g)
 }

@@ -98,11 +98,10 @@ pub fn conv2_backward<T: Scalar, V: Vector<T>>(
     // adds its weights, pre-shifted by [`pad_conv2`] to the maximum's column
     // within the patch, to rows dh..dh + 5. Lanes a weight does not cover
     // add g·0 = ±0, which leaves every non-zero value as it is (only the
-    // sign of a zero can differ, and conv1's backward skips zero gradients
-    // either way). The same pass lists each channel's weight-gradient terms
-    // in order.
-    // list[q][..by_code[q]]: the window's live channels at position q.
-    let mut list = [[(0u32, T::zero()); C2]; 4];
+    // sign of a zero can differ, and conv1's backward adds a zero gradient's
+    // ±0 terms without effect either way). The same pass lists each
+    // channel's weight-gradient terms in order.
+    let zero = V::splat(T::zero());
     for img in 0..n {
         let d = &mut dp1[img * P1_LEN..];
         d[..P1_LEN].fill(T::zero());
@@ -110,21 +109,34 @@ pub fn conv2_backward<T: Scalar, V: Vector<T>>(
             for pw in 0..P2_SIDE {
                 let win = img * WINDOWS + ph * P2_SIDE + pw;
                 let j0 = win * C2;
+                // The window's 16 channels at once: the gradients through
+                // the ReLU, the live (non-zero) ones as a bit mask, split by
+                // the maximum's position q = 2·dh + dw.
+                let gv = V::select(V::load(&p2[j0..]).gt(zero), V::load(&dp2[j0..]), zero);
+                let gs = gv.to_array();
+                let live = gs
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |m, (co, &g)| m | (u32::from(g != T::zero()) << co));
                 let codes = arg2[win];
-                let mut by_code = [0usize; 4];
-                for co in 0..C2 {
-                    let g = through_relu(p2[j0 + co], dp2[j0 + co]);
+                let (dws, dhs) = (codes & 0xffff, codes >> LANES);
+                let by_code = [
+                    live & !dhs & !dws,
+                    live & !dhs & dws,
+                    live & dhs & !dws,
+                    live & dhs & dws,
+                ];
+                let mut rest = live;
+                while rest != 0 {
+                    let co = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
                     let (dh, dw_) = code_at(codes, co);
-                    let q = 2 * dh + dw_;
-                    let live = usize::from(g != T::zero());
-                    list[q][by_code[q]] = (co as u32, g);
-                    by_code[q] += live;
                     let at = (img * P1_LEN + (2 * ph + dh) * ROW + (2 * pw + dw_) * CONV1_CHANNELS)
                         as u32;
-                    terms[co * per_channel + count[co]] = Term { at, g };
-                    count[co] += live;
+                    terms[co * per_channel + count[co]] = Term { at, g: gs[co] };
+                    count[co] += 1;
                 }
-                if by_code == [0; 4] {
+                if live == 0 {
                     continue;
                 }
                 let at = 2 * ph * ROW + patch_base(pw);
@@ -136,10 +148,10 @@ pub fn conv2_backward<T: Scalar, V: Vector<T>>(
                     }
                 }
                 let (w0, w1) = (shifted_conv2(w2p, 2 * pw), shifted_conv2(w2p, 2 * pw + 1));
-                acc = window_input_grad::<T, V, 0>(acc, &list[0][..by_code[0]], w0);
-                acc = window_input_grad::<T, V, 0>(acc, &list[1][..by_code[1]], w1);
-                acc = window_input_grad::<T, V, 1>(acc, &list[2][..by_code[2]], w0);
-                acc = window_input_grad::<T, V, 1>(acc, &list[3][..by_code[3]], w1);
+                acc = window_input_grad::<T, V, 0>(acc, by_code[0], &gs, w0);
+                acc = window_input_grad::<T, V, 0>(acc, by_code[1], &gs, w1);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[2], &gs, w0);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[3], &gs, w1);
                 for (r, a) in acc.iter().enumerate() {
                     let base = at + r * ROW;
                     for (v, x) in a.iter().enumerate() {
@@ -204,19 +216,22 @@ fn shifted_conv2<T: Scalar>(w2p: &[T], k: usize) -> &[T; SHIFTED] {
 }
 
 /// The input-gradient contributions of one pooling window's maxima in
-/// patch row `DH` (`list`: channel and gradient, in channel order) to the
-/// window's patch `acc` of `dp1` (rows, three vectors per row; see
-/// [`conv2_backward`]), with `w` the weights shifted to the maxima's column
-/// ([`shifted_conv2`]).
+/// patch row `DH` (`channels`: a bit per channel, taken in channel order;
+/// `gs`: the window's gradients by channel) to the window's patch `acc` of
+/// `dp1` (rows, three vectors per row; see [`conv2_backward`]), with `w` the
+/// weights shifted to the maxima's column ([`shifted_conv2`]).
 #[inline(always)]
 fn window_input_grad<T: Scalar, V: Vector<T>, const DH: usize>(
     mut acc: [[V; 3]; KERNEL + 1],
-    list: &[(u32, T)],
+    mut channels: u32,
+    gs: &[T; LANES],
     w: &[T; SHIFTED],
 ) -> [[V; 3]; KERNEL + 1] {
     const ROWS: usize = KERNEL * 3 * LANES;
-    for &(co, g) in list {
-        let gv = V::splat(g);
+    while channels != 0 {
+        let co = channels.trailing_zeros() as usize;
+        channels &= channels - 1;
+        let gv = V::splat(gs[co]);
         let wr: &[T; ROWS] = w[co as usize * ROWS..][..ROWS]
             .try_into()
             .expect("a channel's padded weights");

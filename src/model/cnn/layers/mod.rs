@@ -19,7 +19,7 @@
 //! | fc `dW[o, i]`, `db[o]` | images `r` |
 //! | fc `dx[r, i]` | outputs `o` |
 //! | conv `dW`, `db` of channel c | images, then pooling windows `(ph, pw)` |
-//! | conv2 `dx` (pooled conv1 output) | windows `(ph, pw)`, then channels `co` |
+//! | conv2 `dx` (pooled conv1 output) | windows `(ph, pw)`, then the maximum's position in the window, then channels `co` |
 //!
 //! **Layouts.** Images are planar 28×28. conv1 reads them through an
 //! even/odd column split (so its even and odd output columns are contiguous
@@ -53,7 +53,7 @@ mod conv2;
 mod fc;
 
 pub use adam::{AdamStep, adam, adam_at};
-pub use conv1::{conv1_backward, conv1_pool, split_columns};
+pub use conv1::{PAIRS_LEN, conv1_backward, conv1_pool, split_columns};
 pub use conv2::{W2_PADDED, conv2_backward, conv2_pool, pad_conv2, transpose_conv2};
 pub use fc::{
     fc_bias_grad, fc_forward_t, fc_input_grad, fc_weight_grad, pad_rows, rows_from_t, softmax_t,

@@ -107,6 +107,196 @@ fn conv2_matches_a_direct_loop() {
     }
 }
 
+/// `n` images' pooled conv1 outputs and window codes from `x`.
+fn conv1_outputs(n: usize, x: &[f32]) -> (Vec<f32>, Vec<Codes>) {
+    let w: Vec<f32> = (0..6 * 25).map(|i| (i as f32 * 0.29).cos()).collect();
+    let b = [0.5, -0.25, 0.125, 1.0, 0.0, -2.0];
+    let mut xs = vec![0.0; 2 * PLANE];
+    let mut p1 = vec![0.0; n * P1_LEN + LANES];
+    let mut arg = vec![0; n * P1_SIDE * 6];
+    for img in 0..n {
+        split_columns(&x[img * SIDE * SIDE..(img + 1) * SIDE * SIDE], &mut xs);
+        conv1_pool::<f32, Portable<f32>>(
+            &xs,
+            &w,
+            &b,
+            &mut p1[img * P1_LEN..(img + 1) * P1_LEN],
+            &mut arg[img * P1_SIDE * 6..(img + 1) * P1_SIDE * 6],
+        );
+    }
+    (p1, arg)
+}
+
+/// Gradients with zeros among them (every seventh value).
+fn sparse_gradient(len: usize, phase: f32) -> Vec<f32> {
+    (0..len)
+        .map(|i| {
+            if i % 7 == 3 {
+                0.0
+            } else {
+                ((i as f32 + phase) * 0.37).cos()
+            }
+        })
+        .collect()
+}
+
+/// The same bits, except that +0 and −0 count as equal.
+fn same_value(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a == 0.0 && b == 0.0)
+}
+
+#[test]
+fn conv1_backward_is_each_channels_chain_over_its_live_windows_in_order() {
+    let n = 3;
+    let x: Vec<f32> = (0..n * SIDE * SIDE + LANES)
+        .map(|i| (i as f32 * 0.71).sin().abs())
+        .collect();
+    let (p1, arg) = conv1_outputs(n, &x);
+    let dp1 = sparse_gradient(n * P1_LEN + LANES, 0.0);
+    let (mut dw, mut db) = (vec![0.0f32; 150], vec![0.0f32; 6]);
+    let mut pairs = vec![0.0f32; PAIRS_LEN];
+    conv1_backward::<f32, Portable<f32>>(n, &x, &p1, &arg, &dp1, &mut dw, &mut db, &mut pairs);
+    let mut dead = 0;
+    for c in 0..6 {
+        let (mut acc, mut bias) = ([0.0f32; 25], 0.0f32);
+        for img in 0..n {
+            for ph in 0..P1_SIDE {
+                for pw in 0..P1_SIDE {
+                    let j = img * P1_LEN + (ph * P1_SIDE + pw) * 6 + c;
+                    let g = if p1[j] > 0.0 { dp1[j] } else { 0.0 };
+                    if g == 0.0 {
+                        dead += 1;
+                        continue;
+                    }
+                    let (dh, dw_) = code_at(arg[(img * P1_SIDE + ph) * 6 + c], pw);
+                    for kh in 0..5 {
+                        for kw in 0..5 {
+                            let xv = x
+                                [img * SIDE * SIDE + (2 * ph + dh + kh) * SIDE + 2 * pw + dw_ + kw];
+                            acc[kh * 5 + kw] = g.mul_add(xv, acc[kh * 5 + kw]);
+                        }
+                    }
+                    bias += g;
+                }
+            }
+        }
+        assert_eq!(db[c].to_bits(), bias.to_bits(), "bias of channel {c}");
+        for t in 0..25 {
+            assert_eq!(
+                dw[c * 25 + t].to_bits(),
+                acc[t].to_bits(),
+                "channel {c}, tap {t}"
+            );
+        }
+    }
+    assert!(dead > 100, "the case needs windows without gradient");
+}
+
+#[test]
+fn conv2_backward_is_each_outputs_chain_over_its_live_windows_in_order() {
+    let n = 3;
+    let x: Vec<f32> = (0..n * SIDE * SIDE + LANES)
+        .map(|i| (i as f32 * 0.53).sin().abs())
+        .collect();
+    let (p1, _) = conv1_outputs(n, &x);
+    let w: Vec<f32> = (0..16 * TAPS2)
+        .map(|i| (i as f32 * 0.13).cos() * 0.2)
+        .collect();
+    let b: Vec<f32> = (0..16).map(|i| i as f32 * 0.01 - 0.08).collect();
+    let mut wt = vec![0.0; TAPS2 * 16];
+    transpose_conv2(&w, &mut wt);
+    let (mut p2, mut arg) = (vec![0.0f32; n * 256], vec![0; n * 16]);
+    for img in 0..n {
+        conv2_pool::<f32, Portable<f32>>(
+            &p1[img * P1_LEN..],
+            &wt,
+            &b,
+            &mut p2[img * 256..(img + 1) * 256],
+            &mut arg[img * 16..(img + 1) * 16],
+        );
+    }
+    let dp2 = sparse_gradient(n * 256, 0.5);
+    let mut w2p = vec![0.0f32; W2_PADDED];
+    pad_conv2(&w, &mut w2p);
+    let (mut dw, mut db) = (vec![0.0f32; 16 * TAPS2], vec![0.0f32; 16]);
+    let mut dp1 = vec![1.0f32; n * P1_LEN + LANES];
+    let mut terms = vec![Term::default(); 16 * n * 16];
+    conv2_backward::<f32, Portable<f32>>(
+        n, &p1, &p2, &arg, &dp2, &w2p, &mut dw, &mut db, &mut dp1, &mut terms,
+    );
+    let live = |img: usize, win: usize, co: usize| {
+        let j = (img * 16 + win) * 16 + co;
+        let g = if p2[j] > 0.0 { dp2[j] } else { 0.0 };
+        (g != 0.0).then(|| (g, code_at(arg[img * 16 + win], co)))
+    };
+    // Weights and biases: each output's chain over (image, window).
+    let mut dead = 0;
+    for co in 0..16 {
+        let (mut acc, mut bias) = (vec![0.0f32; TAPS2], 0.0f32);
+        for img in 0..n {
+            for win in 0..16 {
+                let Some((g, (dh, dw_))) = live(img, win, co) else {
+                    dead += 1;
+                    continue;
+                };
+                let (ph, pw) = (win / 4, win % 4);
+                for kh in 0..5 {
+                    for kw in 0..5 {
+                        for ci in 0..6 {
+                            let pv = p1[img * P1_LEN
+                                + ((2 * ph + dh + kh) * P1_SIDE + 2 * pw + dw_ + kw) * 6
+                                + ci];
+                            let t = (kh * 5 + kw) * 6 + ci;
+                            acc[t] = g.mul_add(pv, acc[t]);
+                        }
+                    }
+                }
+                bias += g;
+            }
+        }
+        assert_eq!(db[co].to_bits(), bias.to_bits(), "bias of channel {co}");
+        for t in 0..TAPS2 {
+            assert_eq!(
+                dw[co * TAPS2 + t].to_bits(),
+                acc[t].to_bits(),
+                "channel {co}, tap {t}"
+            );
+        }
+    }
+    assert!(dead > 50, "the case needs windows without gradient");
+    // Input gradient: by window, then the maximum's position, then channel.
+    let mut want = vec![0.0f32; n * P1_LEN];
+    for img in 0..n {
+        for win in 0..16 {
+            let (ph, pw) = (win / 4, win % 4);
+            for q in 0..4 {
+                for co in 0..16 {
+                    let Some((g, (dh, dw_))) = live(img, win, co) else {
+                        continue;
+                    };
+                    if 2 * dh + dw_ != q {
+                        continue;
+                    }
+                    for kh in 0..5 {
+                        for kw in 0..5 {
+                            for ci in 0..6 {
+                                let j = img * P1_LEN
+                                    + ((2 * ph + dh + kh) * P1_SIDE + 2 * pw + dw_ + kw) * 6
+                                    + ci;
+                                want[j] =
+                                    g.mul_add(w[co * TAPS2 + (kh * 5 + kw) * 6 + ci], want[j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (j, (&got, &want)) in dp1.iter().zip(&want).enumerate() {
+        assert!(same_value(got, want), "dp1[{j}] = {got}, want {want}");
+    }
+}
+
 #[test]
 fn fully_connected_kernels_follow_their_sums() {
     let (n, inp, out): (usize, usize, usize) = (21, 37, 13);
