@@ -25,7 +25,7 @@ use super::{Outcome, RawResult, RunOptions};
 use crate::cluster::sim::{Handler, UpdateInfo};
 use crate::cluster::theory::{self, GradientTime, Theory};
 use crate::cluster::training::{Training, TrainingSetup, UpdateLog};
-use crate::cluster::{Delay, Protocol, RunStats, Stop, WorkerDelays, simulate};
+use crate::cluster::{Delay, Protocol, RunStats, Stop, Switch, WorkerDelays, simulate};
 use crate::data::DataCache;
 use crate::model::gradient::{
     GradientData, GradientModel, GradientVisitor, build_gradient_and_visit,
@@ -35,173 +35,9 @@ use crate::rng::{Purpose, stream_key};
 use crate::scenario::protocol::{Measure, Point, ProtocolScenario, RuntimeConfig, TrainingConfig};
 use crate::stats::Summary;
 
-/// Columns of a runtime scenario's `summary.csv`.
-pub const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "x_name",
-    "x",
-    "metric",
-    "workers",
-    "k",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "theory_exact",
-    "theory_lower",
-    "theory_upper",
-    "theory_z",
-    "theory_rel_error",
-    "theory_check",
-    "theory_source",
-    "mean_staleness",
-    "staleness_theory",
-    "max_staleness",
-    "cancelled_per_update",
-    "gradients_per_update",
-    "compute_time",
-    "communication_time",
-    "warmup_updates",
-    "updates",
-];
-
-/// Columns of a runtime scenario's `trials.csv`.
-pub const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "trial",
-    "time_per_iteration",
-    "mean_staleness",
-    "max_staleness",
-    "cancelled_per_update",
-    "gradients_per_update",
-    "events",
-];
-
-/// Columns of `ratios.csv` (runtime scenarios).
-pub const RATIO_COLUMNS: &[&str] = &[
-    "scenario",
-    "workers",
-    "k",
-    "numerator",
-    "denominator",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "ratio_of_means",
-    "theory_exact",
-];
-
-/// Columns of a training scenario's `summary.csv`.
-pub const TRAINING_SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "x_name",
-    "x",
-    "metric",
-    "workers",
-    "k",
-    "k_schedule",
-    "staleness_aware_c",
-    "staleness_aware_eta_max",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "floor_mean",
-    "floor_ci95_low",
-    "floor_ci95_high",
-    "floor_theory_exact",
-    "floor_paper_bound",
-    "updates",
-    "time_per_update",
-    "mean_staleness",
-    "max_staleness",
-    "mean_learning_rate",
-    "mean_stale_distance2",
-    "diverged",
-    "model",
-    "dataset",
-    "data",
-    "eta",
-    "batch_size",
-    "horizon",
-    "compute_time",
-    "communication_time",
-];
-
-/// Columns of `loss_vs_time.csv`.
-pub const CURVE_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "time",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "updates_mean",
-];
-
-/// Columns of a training scenario's `trials.csv`.
-pub const TRAINING_TRIAL_COLUMNS: &[&str] = &[
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "trial",
-    "final_loss",
-    "floor",
-    "updates",
-    "time_per_update",
-    "mean_staleness",
-    "max_staleness",
-    "mean_learning_rate",
-    "gradients",
-    "cancelled",
-    "events",
-];
-
-/// Columns of `updates.csv`.
-pub const UPDATE_COLUMNS: &[&str] = &[
-    "series",
-    "workers",
-    "k",
-    "trial",
-    "update",
-    "time",
-    "gradients",
-    "from_workers",
-    "staleness",
-    "staleness_mean",
-    "staleness_max",
-    "learning_rates",
-    "stale_distance2",
-    "loss",
-];
-
-/// Columns of `staleness.csv`.
-pub const STALENESS_COLUMNS: &[&str] = &[
-    "series",
-    "workers",
-    "k",
-    "staleness",
-    "or_more",
-    "count",
-    "fraction",
-];
+mod columns;
+mod switches;
+pub use columns::*;
 
 /// A readable name for every unit: `series=<label>,P=<p>,K=<k>,trial=<t>`.
 pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
@@ -696,6 +532,9 @@ struct TrainingTrial {
     floor: f64,
     log: Vec<UpdateLog>,
     stats: RunStats,
+    /// The K rule's switches (empty without a rule).
+    #[serde(default)]
+    switches: Vec<Switch>,
 }
 
 /// Seed of trial `t`'s minibatches and gradient noise (shared by all points).
@@ -742,6 +581,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                     grid: &grid,
                     log_updates: (t < tc.record_trials).then_some(tc.loss_every),
                     staleness_buckets: staleness_buckets(p.workers),
+                    k_rule: p.rule,
                 },
             );
             let stats = simulate(
@@ -776,6 +616,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 last_update_time: tr.last_update_time(),
                 log: std::mem::take(&mut tr.log),
                 stats,
+                switches: tr.switches().to_vec(),
             }
         };
         let done: Vec<Vec<(usize, serde_json::Value)>> = todo
@@ -898,7 +739,7 @@ fn training_tables(
             "final_loss".into(),
             p.workers.to_string(),
             k_cell(p),
-            p.schedule.describe(),
+            p.describe_k(),
             sa.map_or_else(String::new, |s| fmt_f64(s.c)),
             sa.map_or_else(String::new, |s| fmt_f64(s.eta_max)),
             s.n.to_string(),
@@ -1021,14 +862,22 @@ fn training_tables(
     }
     let events: u64 = results.iter().map(|r| r.stats.events).sum();
     let gradients: u64 = results.iter().map(|r| r.stats.pushed).sum();
+    let mut extra = vec![
+        ("loss_vs_time.csv".into(), curve),
+        ("updates.csv".into(), updates),
+        ("staleness.csv".into(), staleness),
+    ];
+    let sw: Vec<Vec<&[Switch]>> = by_point
+        .iter()
+        .map(|rs| rs.iter().map(|r| r.switches.as_slice()).collect())
+        .collect();
+    if let Some(t) = switches::switch_table(sc, points, &sw) {
+        extra.push((switches::SWITCHES_CSV.into(), t));
+    }
     Outcome {
         summary,
         trials: trial_table,
-        extra: vec![
-            ("loss_vs_time.csv".into(), curve),
-            ("updates.csv".into(), updates),
-            ("staleness.csv".into(), staleness),
-        ],
+        extra,
         data: ctx.data_details.clone(),
         details: json!({
             "measure": "training",
