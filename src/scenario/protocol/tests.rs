@@ -74,8 +74,7 @@ fn p(t: &str) -> Result<ProtocolScenario> {
 fn runtime_points() {
     let s = p(RUNTIME).unwrap();
     let pts = s.points();
-    let labels: Vec<(String, usize)> =
-        pts.iter().map(|p| (p.label.clone(), p.workers)).collect();
+    let labels: Vec<(String, usize)> = pts.iter().map(|p| (p.label.clone(), p.workers)).collect();
     assert_eq!(
         labels,
         vec![
@@ -175,4 +174,50 @@ fn bad_values_are_reported_with_their_place() {
         "protocol = \"k-sync\"\nk = 1\nname = \"k-sync K=1\"",
     ));
     assert!(m.contains("appears twice"), "{m}");
+}
+
+#[test]
+fn k_rules_take_defaults_and_max_defaults_to_p() {
+    let s = p(&TRAINING.replace(
+        "k_schedule = [{ from = 0.0, k = 1 }, { from = 50.0, k = 4 }]",
+        "k_rule = { kind = \"plateau\" }",
+    ))
+    .unwrap();
+    let pts = s.points();
+    assert_eq!(pts[2].label, "adaptive");
+    assert_eq!(pts[2].k, None);
+    assert_eq!(
+        pts[2].rule,
+        Some(PlateauRule {
+            start: 1,
+            factor: 2,
+            max: 4,
+            window: 50,
+            tolerance: 0.0
+        })
+    );
+    assert_eq!(pts[2].schedule, KSchedule::fixed(1));
+    assert_eq!(pts[2].max_k(), 4);
+    assert_eq!(
+        pts[2].describe_k(),
+        "plateau:start=1;factor=2;max=4;window=50;tolerance=0"
+    );
+    // Without a name: "<protocol> plateau rule".
+    let s = p(&TRAINING.replace(
+        "name = \"adaptive\"\nprotocol = \"k-async\"\nk_schedule = [{ from = 0.0, k = 1 }, { from = 50.0, k = 4 }]",
+        "protocol = \"k-batch-async\"\nk_rule = { kind = \"plateau\", start = 2, factor = 4, max = 16, window = 7, tolerance = 0.25 }",
+    ))
+    .unwrap();
+    let pt = &s.points()[2];
+    assert_eq!(pt.label, "k-batch-async plateau rule");
+    assert_eq!(pt.rule.unwrap().max, 16, "batch variants may exceed P");
+    assert_eq!(pt.rule.unwrap().tolerance, 0.25);
+    // Neither k, nor k_schedule, nor k_rule.
+    let m = p(&TRAINING.replace(
+        "k_schedule = [{ from = 0.0, k = 1 }, { from = 50.0, k = 4 }]\n",
+        "",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(m.contains("`k_rule`") && m.contains("missing"), "{m}");
 }
