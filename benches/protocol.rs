@@ -76,6 +76,7 @@ fn with_quadratic(c: &mut Criterion) {
                 grid: &grid,
                 log_updates: None,
                 staleness_buckets: 33,
+                k_rule: None,
             },
         );
         let s = simulate(

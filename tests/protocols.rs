@@ -148,6 +148,7 @@ fn quadratic_run(
             grid,
             log_updates: None,
             staleness_buckets: 8,
+            k_rule: None,
         },
     );
     simulate(

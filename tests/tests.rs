@@ -8,6 +8,7 @@ mod cli;
 mod cnn;
 mod faults;
 mod figures;
+mod k_rule;
 mod lda;
 mod mf;
 mod protocol_cli;

@@ -5,18 +5,21 @@
 //!
 //! - [`delay`]: delay distributions and per-worker random streams;
 //! - [`protocol`]: the four protocols and a schedule of K over time;
+//! - [`adaptive`]: a rule that raises K when the observed loss plateaus;
 //! - [`sim`]: the event loop (which gradients an update uses, which work is
 //!   cancelled, what staleness each gradient has);
 //! - [`training`]: a real model trained inside the loop;
 //! - [`theory`]: the paper's runtime results (order statistics, renewal
 //!   theory) and the K-sync error floor.
 
+pub mod adaptive;
 pub mod delay;
 pub mod protocol;
 pub mod sim;
 pub mod theory;
 pub mod training;
 
+pub use adaptive::{PlateauRule, PlateauState, Switch};
 pub use delay::{Delay, Empirical, WorkerDelays};
 pub use protocol::{KSchedule, Protocol};
 pub use sim::{DelaySource, Handler, NoModel, RunStats, Stop, simulate};

@@ -23,6 +23,10 @@
 //!   computed on and the update maps w_j to w_{j+1}.
 //! - When the schedule changes K, the PS re-checks at once: if it already
 //!   holds ≥ K gradients it updates with all of them.
+//! - A handler may choose K itself ([`Handler::k_override`], the adaptive
+//!   rule of [`super::adaptive`]): the loop asks it before every event, so a
+//!   K the handler sets while handling a push applies from the next event.
+//!   Such a K only rises, so no waiting gradient has to be released.
 
 use super::protocol::{KSchedule, Protocol};
 use crate::engine::EventQueue;
@@ -109,6 +113,11 @@ pub trait Handler {
     fn update(&mut self, _info: &UpdateInfo<'_>) {}
     /// `job` is cancelled before it finished.
     fn cancel(&mut self, _job: &Job, _time: f64) {}
+    /// K chosen by the handler from what the PS has observed (an adaptive
+    /// rule), in place of the schedule's; `None` (the default): the schedule.
+    fn k_override(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A handler that does nothing (timing only).
@@ -199,7 +208,7 @@ pub fn simulate<D: DelaySource, H: Handler>(
         handler.advance_to(t);
         let (t, ev) = sim.queue.pop().expect("peeked");
         sim.stats.events += 1;
-        let k = schedule.k_at(t);
+        let k = handler.k_override().unwrap_or_else(|| schedule.k_at(t));
         match ev {
             Event::Done(w) => sim.on_push(w, t, k, delays, handler),
             Event::KChange => {

@@ -12,9 +12,15 @@
 //! The loss is evaluated on a common time grid: the value at grid time g is
 //! the loss of the PS parameters after every update at time ≤ g. It can also
 //! be logged every N updates.
+//!
+//! With an adaptive rule ([`TrainingSetup::k_rule`]) every pushed gradient
+//! also carries its minibatch loss
+//! ([`GradientModel::gradient_and_loss`]), which the rule watches; the
+//! handler then chooses K ([`Handler::k_override`]).
 
 use serde::Serialize;
 
+use super::adaptive::{PlateauRule, PlateauState, Switch};
 use super::sim::{Handler, Job, UpdateInfo};
 use crate::model::gradient::{GradientDraw, GradientModel};
 
@@ -65,6 +71,9 @@ pub struct TrainingSetup<'a> {
     pub log_updates: Option<u64>,
     /// Staleness values ≥ this are counted in the last histogram bucket.
     pub staleness_buckets: usize,
+    /// The adaptive rule choosing K from the observed minibatch losses, if
+    /// any (else K comes from the simulation's schedule).
+    pub k_rule: Option<PlateauRule>,
 }
 
 /// The model side of a simulated training run.
@@ -98,6 +107,9 @@ pub struct Training<'a, M: GradientModel> {
     pub stale_distance2_sum: (f64, u64),
     updates: u64,
     last_update_time: f64,
+    /// Simulated time of the event being handled.
+    now: f64,
+    rule: Option<PlateauState>,
 }
 
 impl<'a, M: GradientModel> Training<'a, M> {
@@ -130,6 +142,8 @@ impl<'a, M: GradientModel> Training<'a, M> {
             stale_distance2_sum: (0.0, 0),
             updates: 0,
             last_update_time: 0.0,
+            now: 0.0,
+            rule: setup.k_rule.map(PlateauState::new),
             setup,
         }
     }
@@ -142,6 +156,11 @@ impl<'a, M: GradientModel> Training<'a, M> {
     /// Time of the last update (0 if none).
     pub fn last_update_time(&self) -> f64 {
         self.last_update_time
+    }
+
+    /// The adaptive rule's changes of K so far (empty without a rule).
+    pub fn switches(&self) -> &[Switch] {
+        self.rule.as_ref().map_or(&[], |r| r.switches())
     }
 
     /// Evaluates the remaining grid times ≤ `horizon` (call after the run).
@@ -171,6 +190,11 @@ impl<'a, M: GradientModel> Training<'a, M> {
 impl<M: GradientModel> Handler for Training<'_, M> {
     fn advance_to(&mut self, t: f64) {
         self.evaluate_grid(|g| g < t);
+        self.now = t;
+    }
+
+    fn k_override(&self) -> Option<usize> {
+        self.rule.as_ref().map(PlateauState::k)
     }
 
     fn pull(&mut self, worker: usize, _version: u64) {
@@ -179,15 +203,19 @@ impl<M: GradientModel> Handler for Training<'_, M> {
 
     fn push(&mut self, job: &Job, ps_version: u64) {
         let held = &self.held[job.worker];
-        self.model.gradient(
-            held,
-            GradientDraw {
-                run_seed: self.setup.run_seed,
-                index: job.seq,
-            },
-            &mut self.grad,
-            self.ws,
-        );
+        let draw = GradientDraw {
+            run_seed: self.setup.run_seed,
+            index: job.seq,
+        };
+        match &mut self.rule {
+            None => self.model.gradient(held, draw, &mut self.grad, self.ws),
+            Some(rule) => {
+                let loss = self
+                    .model
+                    .gradient_and_loss(held, draw, &mut self.grad, self.ws);
+                rule.observe(loss, self.now);
+            }
+        }
         // The PS parameters cannot change between this push and the update
         // that applies it (every update uses all gradients pushed before it),
         // so ‖w_j − w_τ‖ can be measured now.
@@ -319,6 +347,7 @@ mod tests {
                 grid: &grid,
                 log_updates: Some(1),
                 staleness_buckets: 4,
+                k_rule: None,
             },
         );
         simulate(
@@ -368,6 +397,7 @@ mod tests {
                 grid: &grid,
                 log_updates: Some(0),
                 staleness_buckets: 2,
+                k_rule: None,
             },
         );
         simulate(
@@ -387,5 +417,83 @@ mod tests {
         assert!((tr.log[1].rates[0] - 0.4).abs() < 1e-7);
         assert_eq!(tr.log[1].rates[1], 0.5);
         assert!(tr.log[1].loss.is_nan());
+    }
+
+    /// F(w) = ½ (a constant loss, zero gradient): the loss is flat at once.
+    struct Flat;
+    impl GradientModel for Flat {
+        type Workspace = ();
+        fn info(&self) -> GradientInfo {
+            GradientInfo {
+                name: "flat",
+                parameters: 1,
+                loss: "1/2".into(),
+                batch_size: 1,
+            }
+        }
+        fn dim(&self) -> usize {
+            1
+        }
+        fn init_params(&self) -> Vec<f32> {
+            vec![1.0]
+        }
+        fn workspace(&self) {}
+        fn gradient(&self, _p: &[f32], _d: GradientDraw, out: &mut [f32], _ws: &mut ()) {
+            out[0] = 0.0;
+        }
+        fn loss(&self, _p: &[f32], _ws: &mut ()) -> f64 {
+            0.5
+        }
+    }
+
+    #[test]
+    fn the_rule_raises_k_from_the_next_event_on() {
+        // K-async, P = 2, rule: start 1, ×2, max 2, window 1. t=1 w0 pushes
+        // (loss 0.5: the first window) -> update {w0}; w0 again due at 2.
+        // t=2 w1 (scheduled first) pushes: window 0.5 is not lower than 0.5,
+        // K becomes 2, but this push was handled under K = 1 -> update {w1}.
+        // t=2 w0 pushes: K = 2 now, it waits; t=4 w1 -> update {w0, w1}.
+        let grid = [];
+        let mut ws = ();
+        let mut tr = Training::new(
+            &Flat,
+            &mut ws,
+            2,
+            TrainingSetup {
+                eta: 0.5,
+                staleness_aware: None,
+                run_seed: 0,
+                grid: &grid,
+                log_updates: Some(0),
+                staleness_buckets: 2,
+                k_rule: Some(PlateauRule {
+                    start: 1,
+                    factor: 2,
+                    max: 2,
+                    window: 1,
+                    tolerance: 0.0,
+                }),
+            },
+        );
+        simulate(
+            2,
+            Protocol::KAsync,
+            &KSchedule::fixed(1),
+            Stop::Updates(3),
+            &mut ScriptedDelays::new(vec![vec![1.0; 5], vec![2.0; 5]]),
+            &mut tr,
+        );
+        let workers: Vec<Vec<usize>> = tr.log.iter().map(|l| l.workers.clone()).collect();
+        assert_eq!(workers, vec![vec![0], vec![1], vec![0, 1]]);
+        assert_eq!(tr.log[2].time, 4.0);
+        assert_eq!(
+            tr.switches(),
+            &[Switch {
+                time: 2.0,
+                from: 1,
+                to: 2,
+                observed: 2
+            }]
+        );
     }
 }

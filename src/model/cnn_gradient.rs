@@ -138,6 +138,26 @@ impl GradientModel for CnnGradient {
         );
     }
 
+    /// The gradient, and the mean cross-entropy of its minibatch (from the
+    /// same forward pass).
+    fn gradient_and_loss(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        ws: &mut CnnWorkspace,
+    ) -> f64 {
+        self.cnn.minibatch_gradient(
+            params,
+            IterCtx {
+                iteration: draw.index as usize,
+                run_seed: draw.run_seed,
+            },
+            ws,
+            out,
+        )
+    }
+
     fn loss(&self, params: &[f32], ws: &mut CnnWorkspace) -> f64 {
         self.cnn.subset_loss(params, ws)
     }

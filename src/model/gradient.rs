@@ -89,6 +89,23 @@ pub trait GradientModel: Send + Sync {
         out: &mut [f32],
         ws: &mut Self::Workspace,
     );
+    /// [`GradientModel::gradient`], and the loss of the same minibatch at
+    /// `params` (the loss whose gradient `out` is): what a worker can report
+    /// with its gradient at no extra pass, for a PS that watches the training
+    /// loss (the adaptive rule of [`crate::cluster::adaptive`]). `out` gets
+    /// the same bits as from [`GradientModel::gradient`]. Default: the loss of
+    /// the error curve at `params` ([`GradientModel::loss`]), exact but as
+    /// costly as a loss evaluation; models override it with the minibatch loss.
+    fn gradient_and_loss(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        ws: &mut Self::Workspace,
+    ) -> f64 {
+        self.gradient(params, draw, out, ws);
+        self.loss(params, ws)
+    }
     /// The loss of the error curve at `params` (lower is better).
     fn loss(&self, params: &[f32], ws: &mut Self::Workspace) -> f64;
     /// Classification accuracy at `params`, for models that classify

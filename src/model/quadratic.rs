@@ -9,6 +9,11 @@
 //! σ²/(m d) · I), so E‖ξ‖² = σ²/m; ξ is drawn from the stream of
 //! (run seed, computation index). The loss is F(w) − F*. The start w_0 has
 //! all coordinates equal and ‖w_0 − w*‖ = `init_distance`.
+//!
+//! The minibatch loss reported with a gradient (for the adaptive rule) is
+//! f(w; ξ) = F(w) + ξᵀw, the sample loss whose gradient is exactly the noisy
+//! gradient ∇F(w) + ξ, with E f = F (our choice: the model specifies only
+//! the gradient noise, and this is the loss consistent with it).
 
 use std::ops::Range;
 
@@ -160,6 +165,25 @@ impl GradientModel for NoisyQuadratic {
         }
     }
 
+    /// The gradient and the sample loss F(w) + ξᵀw (see the module documentation).
+    fn gradient_and_loss(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        _ws: &mut (),
+    ) -> f64 {
+        let mut rng = stream(draw.run_seed, Purpose::Iteration, draw.index, 0);
+        let mut loss = 0.0;
+        for ((o, &w), &h) in out.iter_mut().zip(params).zip(&self.h) {
+            let z: f64 = StandardNormal.sample(&mut rng);
+            let (w, xi) = (w as f64, self.noise_std * z);
+            *o = (h * w + xi) as f32;
+            loss += 0.5 * h * w * w + xi * w;
+        }
+        loss
+    }
+
     fn loss(&self, params: &[f32], _ws: &mut ()) -> f64 {
         0.5 * params
             .iter()
@@ -234,6 +258,32 @@ mod tests {
         q.gradient(&w, d, &mut g, &mut ());
         q.gradient(&w, d, &mut g2, &mut ());
         assert_eq!(g, g2);
+    }
+
+    #[test]
+    fn the_sample_loss_comes_with_the_same_gradient_and_averages_to_f() {
+        let q = NoisyQuadratic::new(&cfg());
+        let w = q.init_params();
+        let (mut g, mut g2) = (vec![0f32; 4], vec![0f32; 4]);
+        let n = 40_000;
+        let mut mean = 0.0;
+        for i in 0..n {
+            let d = GradientDraw {
+                run_seed: 2,
+                index: i,
+            };
+            q.gradient(&w, d, &mut g, &mut ());
+            let l = q.gradient_and_loss(&w, d, &mut g2, &mut ());
+            assert_eq!(g, g2);
+            // f(w; ξ) = F(w) + ξᵀw with ξ = g − ∇F(w).
+            let xi_w: f64 = (0..4)
+                .map(|j| (g[j] as f64 - q.eigenvalues()[j]) * w[j] as f64)
+                .sum();
+            assert!((l - q.loss(&w, &mut ()) - xi_w).abs() < 1e-5);
+            mean += l / n as f64;
+        }
+        // E f = F(w) = 2.5; the s.e. of the mean is sqrt(1.5·|w|²/4 / n) ≈ 0.006.
+        assert!((mean - 2.5).abs() < 0.03, "{mean}");
     }
 
     #[test]

@@ -263,6 +263,33 @@ impl GradientModel for MlrGradient {
         }
     }
 
+    /// The gradient, and the mean cross-entropy of its minibatch from the
+    /// logits the gradient already computed.
+    fn gradient_and_loss(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        ws: &mut MlrGradientWorkspace,
+    ) -> f64 {
+        self.gradient(params, draw, out, ws);
+        let data = self.mlr.data();
+        let c = data.classes;
+        let rows = self.mlr.batch_rows(
+            IterCtx {
+                iteration: draw.index as usize,
+                run_seed: draw.run_seed,
+            },
+            &mut ws.inner,
+        );
+        let sum: f64 = rows
+            .iter()
+            .zip(ws.z.chunks_exact(c))
+            .map(|(&i, z)| cross_entropy(z, data.y[i as usize] as usize))
+            .sum();
+        sum / rows.len() as f64
+    }
+
     fn loss(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> f64 {
         self.loss_and_accuracy(params, ws).0
     }

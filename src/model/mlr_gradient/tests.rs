@@ -245,3 +245,47 @@ fn sgd_lowers_the_subsample_loss() {
     assert!(l1 < 0.5 * l0, "{l0} -> {l1}");
     assert_eq!(m.eval_rows().len(), 500);
 }
+
+/// The minibatch loss reported with a gradient is the mean cross-entropy of
+/// that minibatch's rows, and the gradient's bits do not change.
+#[test]
+fn gradient_and_loss_reports_the_minibatch_cross_entropy() {
+    let m = small(16);
+    let d = m.mlr.data();
+    let w: Vec<f32> = (0..m.dim())
+        .map(|i| ((i * 13 % 29) as f32 - 14.0) * 1e-4)
+        .collect();
+    let draw = GradientDraw {
+        run_seed: 5,
+        index: 40,
+    };
+    let mut ws = m.workspace();
+    let (mut g, mut g2) = (vec![0f32; m.dim()], vec![0f32; m.dim()]);
+    m.gradient(&w, draw, &mut g, &mut ws);
+    let loss = m.gradient_and_loss(&w, draw, &mut g2, &mut m.workspace());
+    assert_eq!(g, g2);
+    let rows: Vec<u32> = m
+        .mlr
+        .batch_rows(
+            IterCtx {
+                iteration: 40,
+                run_seed: 5,
+            },
+            &mut ws.inner,
+        )
+        .to_vec();
+    assert_eq!(rows.len(), 16);
+    let c = d.classes;
+    let brute: f64 = rows
+        .iter()
+        .map(|&i| {
+            let mut z = vec![0f32; c];
+            let (cols, vals) = m.sparse_row(i as usize);
+            forward_sparse_body(&w, &cols, &vals, &mut z);
+            cross_entropy(&z, d.y[i as usize] as usize)
+        })
+        .sum::<f64>()
+        / 16.0;
+    assert!((loss - brute).abs() < 1e-6, "{loss} vs {brute}");
+    assert!(loss > 0.0);
+}

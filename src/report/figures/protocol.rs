@@ -14,6 +14,8 @@ use super::results::Results;
 use super::{Cell, Layout};
 use crate::report::Table;
 
+mod adaptive;
+
 /// File with the loss-vs-time curves of a training protocol scenario.
 pub const LOSS_VS_TIME: &str = "loss_vs_time.csv";
 
@@ -423,7 +425,8 @@ impl Layout for ErrorRuntime {
         Ok(Self::chart_of(r, r.title(), &chosen))
     }
 
-    /// Final loss and error floor of every series, lowest floor first.
+    /// Final loss and error floor of every series, lowest floor first; then
+    /// each adaptive K rule against the oracle schedule and the best fixed K.
     fn findings(&self, r: &Results) -> Result<Vec<String>> {
         let path = r.dir.join("summary.csv");
         let csv = Csv::read(&path)?;
@@ -451,11 +454,14 @@ impl Layout for ErrorRuntime {
                 format!("{s} {f:.4} [{lo:.4}, {hi:.4}] (final {last:.4}, {t:.3} per update)")
             })
             .collect();
-        Ok(vec![format!(
+        let mut out = vec![format!(
             "`{}`: error floor (mean loss over the end of the horizon, 95% CI), lowest first: {}.",
             r.name(),
             list.join("; ")
-        )])
+        )];
+        // An adaptive K rule beside the oracle schedule and the best fixed K.
+        out.extend(adaptive::findings(r)?);
+        Ok(out)
     }
 
     fn grid(&self, r: &Results) -> Result<Option<Grid>> {

@@ -22,186 +22,23 @@ use serde_json::json;
 
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
-use crate::cluster::sim::{Handler, UpdateInfo};
-use crate::cluster::theory::{self, GradientTime, Theory};
+use crate::cluster::theory;
 use crate::cluster::training::{Training, TrainingSetup, UpdateLog};
-use crate::cluster::{Delay, Protocol, RunStats, Stop, WorkerDelays, simulate};
+use crate::cluster::{Delay, Protocol, RunStats, Stop, Switch, WorkerDelays, simulate};
 use crate::data::DataCache;
 use crate::model::gradient::{
     GradientData, GradientModel, GradientVisitor, build_gradient_and_visit,
 };
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream_key};
-use crate::scenario::protocol::{Measure, Point, ProtocolScenario, RuntimeConfig, TrainingConfig};
+use crate::scenario::protocol::{Measure, Point, ProtocolScenario, TrainingConfig};
 use crate::stats::Summary;
 
-/// Columns of a runtime scenario's `summary.csv`.
-pub const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "x_name",
-    "x",
-    "metric",
-    "workers",
-    "k",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "theory_exact",
-    "theory_lower",
-    "theory_upper",
-    "theory_z",
-    "theory_rel_error",
-    "theory_check",
-    "theory_source",
-    "mean_staleness",
-    "staleness_theory",
-    "max_staleness",
-    "cancelled_per_update",
-    "gradients_per_update",
-    "compute_time",
-    "communication_time",
-    "warmup_updates",
-    "updates",
-];
-
-/// Columns of a runtime scenario's `trials.csv`.
-pub const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "trial",
-    "time_per_iteration",
-    "mean_staleness",
-    "max_staleness",
-    "cancelled_per_update",
-    "gradients_per_update",
-    "events",
-];
-
-/// Columns of `ratios.csv` (runtime scenarios).
-pub const RATIO_COLUMNS: &[&str] = &[
-    "scenario",
-    "workers",
-    "k",
-    "numerator",
-    "denominator",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "ratio_of_means",
-    "theory_exact",
-];
-
-/// Columns of a training scenario's `summary.csv`.
-pub const TRAINING_SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "x_name",
-    "x",
-    "metric",
-    "workers",
-    "k",
-    "k_schedule",
-    "staleness_aware_c",
-    "staleness_aware_eta_max",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "floor_mean",
-    "floor_ci95_low",
-    "floor_ci95_high",
-    "floor_theory_exact",
-    "floor_paper_bound",
-    "updates",
-    "time_per_update",
-    "mean_staleness",
-    "max_staleness",
-    "mean_learning_rate",
-    "mean_stale_distance2",
-    "diverged",
-    "model",
-    "dataset",
-    "data",
-    "eta",
-    "batch_size",
-    "horizon",
-    "compute_time",
-    "communication_time",
-];
-
-/// Columns of `loss_vs_time.csv`.
-pub const CURVE_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "time",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "updates_mean",
-];
-
-/// Columns of a training scenario's `trials.csv`.
-pub const TRAINING_TRIAL_COLUMNS: &[&str] = &[
-    "series",
-    "protocol",
-    "workers",
-    "k",
-    "trial",
-    "final_loss",
-    "floor",
-    "updates",
-    "time_per_update",
-    "mean_staleness",
-    "max_staleness",
-    "mean_learning_rate",
-    "gradients",
-    "cancelled",
-    "events",
-];
-
-/// Columns of `updates.csv`.
-pub const UPDATE_COLUMNS: &[&str] = &[
-    "series",
-    "workers",
-    "k",
-    "trial",
-    "update",
-    "time",
-    "gradients",
-    "from_workers",
-    "staleness",
-    "staleness_mean",
-    "staleness_max",
-    "learning_rates",
-    "stale_distance2",
-    "loss",
-];
-
-/// Columns of `staleness.csv`.
-pub const STALENESS_COLUMNS: &[&str] = &[
-    "series",
-    "workers",
-    "k",
-    "staleness",
-    "or_more",
-    "count",
-    "fraction",
-];
+mod columns;
+mod runtime;
+mod switches;
+pub use columns::*;
+use runtime::{RuntimeTrial, runtime_tables, runtime_trial};
 
 /// A readable name for every unit: `series=<label>,P=<p>,K=<k>,trial=<t>`.
 pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
@@ -399,275 +236,6 @@ fn k_cell(p: &Point) -> String {
     p.k.map_or_else(String::new, |k| k.to_string())
 }
 
-// ---------------------------------------------------------------- runtime
-
-/// Watches updates: the clock at the end of the warm-up and staleness of the measured updates.
-struct RuntimeProbe {
-    warmup: u64,
-    t_warm: f64,
-    staleness_sum: f64,
-    staleness_n: u64,
-    staleness_max: u64,
-}
-
-impl Handler for RuntimeProbe {
-    fn update(&mut self, u: &UpdateInfo<'_>) {
-        if u.version == self.warmup {
-            self.t_warm = u.time;
-        }
-        if u.version > self.warmup {
-            for g in u.gradients {
-                self.staleness_sum += g.staleness as f64;
-                self.staleness_n += 1;
-                self.staleness_max = self.staleness_max.max(g.staleness);
-            }
-        }
-    }
-}
-
-/// One runtime trial.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct RuntimeTrial {
-    #[serde(with = "crate::report::json_f64")]
-    time_per_iteration: f64,
-    #[serde(with = "crate::report::json_f64")]
-    mean_staleness: f64,
-    max_staleness: u64,
-    stats: RunStats,
-}
-
-fn runtime_trial(sc: &ProtocolScenario, rt: &RuntimeConfig, p: &Point, t: usize) -> RuntimeTrial {
-    let protocol = sc.series[p.series].protocol;
-    let mut delays = WorkerDelays::new(
-        &sc.compute_time,
-        sc.communication_time.as_ref(),
-        sc.meta.seed,
-        t as u64,
-        p.workers,
-    );
-    let mut probe = RuntimeProbe {
-        warmup: rt.warmup_updates,
-        t_warm: 0.0,
-        staleness_sum: 0.0,
-        staleness_n: 0,
-        staleness_max: 0,
-    };
-    let stats = simulate(
-        p.workers,
-        protocol,
-        &p.schedule,
-        Stop::Updates(rt.warmup_updates + rt.updates),
-        &mut delays,
-        &mut probe,
-    );
-    RuntimeTrial {
-        time_per_iteration: (stats.end_time - probe.t_warm) / rt.updates as f64,
-        mean_staleness: probe.staleness_sum / probe.staleness_n.max(1) as f64,
-        max_staleness: probe.staleness_max,
-        stats,
-    }
-}
-
-/// The theory for a runtime point (empty when the communication time is random).
-fn runtime_theory(sc: &ProtocolScenario, p: &Point) -> Theory {
-    let (Some(shift), Some(k)) = (constant_shift(sc), p.k) else {
-        return Theory {
-            source: "no closed form (random communication time or K schedule)".into(),
-            ..Theory::default()
-        };
-    };
-    let x = GradientTime {
-        compute: &sc.compute_time,
-        shift,
-    };
-    theory::time_per_iteration(sc.series[p.series].protocol, &x, p.workers, k)
-}
-
-fn runtime_tables(sc: &ProtocolScenario, rt: &RuntimeConfig, results: &[RuntimeTrial]) -> Outcome {
-    let points = sc.points();
-    let trials = sc.meta.trials;
-    let by_point: Vec<&[RuntimeTrial]> = results.chunks(trials).collect();
-
-    let mut trial_table = Table::new(RUNTIME_TRIAL_COLUMNS.iter().copied());
-    let mut summary = Table::new(RUNTIME_SUMMARY_COLUMNS.iter().copied());
-    let mut theories = Vec::new();
-    for (pi, p) in points.iter().enumerate() {
-        let protocol = sc.series[p.series].protocol;
-        let rs = by_point[pi];
-        for (t, r) in rs.iter().enumerate() {
-            let st = &r.stats;
-            trial_table.push(vec![
-                p.label.clone(),
-                protocol.name().into(),
-                p.workers.to_string(),
-                k_cell(p),
-                t.to_string(),
-                fmt_f64(r.time_per_iteration),
-                fmt_f64(r.mean_staleness),
-                r.max_staleness.to_string(),
-                fmt_f64(st.cancelled as f64 / st.updates.max(1) as f64),
-                fmt_f64(st.pushed as f64 / st.updates.max(1) as f64),
-                st.events.to_string(),
-            ]);
-        }
-        let times: Vec<f64> = rs.iter().map(|r| r.time_per_iteration).collect();
-        let s = Summary::of(&times);
-        let th = runtime_theory(sc, p);
-        let se = s.std / (s.n as f64).sqrt();
-        let (z, rel, check) = match (th.exact, th.lower, th.upper) {
-            (Some(e), _, _) => (
-                (s.mean - e) / se,
-                (s.mean - e) / e,
-                if s.ci95_low <= e && e <= s.ci95_high {
-                    "agrees"
-                } else {
-                    "outside_ci"
-                },
-            ),
-            (None, lo, hi) if lo.is_some() || hi.is_some() => {
-                let ok = lo.is_none_or(|l| s.ci95_high >= l) && hi.is_none_or(|h| s.ci95_low <= h);
-                (
-                    f64::NAN,
-                    f64::NAN,
-                    if ok {
-                        "within_bounds"
-                    } else {
-                        "outside_bounds"
-                    },
-                )
-            }
-            _ => (f64::NAN, f64::NAN, ""),
-        };
-        let mean_of = |f: &dyn Fn(&RuntimeTrial) -> f64| {
-            rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
-        };
-        summary.push(vec![
-            sc.meta.name.clone(),
-            p.label.clone(),
-            protocol.name().into(),
-            "k".into(),
-            k_cell(p),
-            "time_per_iteration".into(),
-            p.workers.to_string(),
-            k_cell(p),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            th.exact.map_or_else(String::new, fmt_f64),
-            th.lower.map_or_else(String::new, fmt_f64),
-            th.upper.map_or_else(String::new, fmt_f64),
-            fmt_f64(z),
-            fmt_f64(rel),
-            check.into(),
-            th.source.clone(),
-            fmt_f64(mean_of(&|r| r.mean_staleness)),
-            p.k.map_or_else(String::new, |k| {
-                fmt_f64(theory::mean_staleness(protocol, p.workers, k))
-            }),
-            rs.iter()
-                .map(|r| r.max_staleness)
-                .max()
-                .unwrap_or(0)
-                .to_string(),
-            fmt_f64(mean_of(&|r| {
-                r.stats.cancelled as f64 / r.stats.updates.max(1) as f64
-            })),
-            fmt_f64(mean_of(&|r| {
-                r.stats.pushed as f64 / r.stats.updates.max(1) as f64
-            })),
-            sc.compute_time.describe(),
-            describe_comm(sc),
-            rt.warmup_updates.to_string(),
-            rt.updates.to_string(),
-        ]);
-        theories.push(th);
-    }
-    let ratios = ratio_table(sc, &points, &by_point, &theories);
-    let events: u64 = results.iter().map(|r| r.stats.events).sum();
-    Outcome {
-        summary,
-        trials: trial_table,
-        extra: vec![("ratios.csv".into(), ratios)],
-        data: json!({ "dataset": "none" }),
-        details: json!({
-            "measure": "runtime",
-            "simulated_events": events,
-        }),
-    }
-}
-
-/// Sync/async ratios of the mean time per iteration: K-sync over K-async and
-/// K-batch-sync over K-batch-async at the same (P, K), and fully synchronous
-/// (K-sync, K = P) over asynchronous (K = 1 of K-async, else K-batch-async)
-/// SGD. Per-trial ratios (trial t of both, which share their delays) give the
-/// mean and CI; theory is the ratio of the exact values where both exist
-/// (for exponential delays fully-sync/async = P·H_P).
-fn ratio_table(
-    sc: &ProtocolScenario,
-    points: &[Point],
-    by_point: &[&[RuntimeTrial]],
-    theories: &[Theory],
-) -> Table {
-    let mut t = Table::new(RATIO_COLUMNS.iter().copied());
-    let find = |proto: Protocol, p: usize, k: usize| {
-        points.iter().position(|pt| {
-            sc.series[pt.series].protocol == proto && pt.workers == p && pt.k == Some(k)
-        })
-    };
-    let mut push = |num: usize, den: usize, k_label: String| {
-        let a = by_point[num];
-        let b = by_point[den];
-        let r: Vec<f64> = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| x.time_per_iteration / y.time_per_iteration)
-            .collect();
-        let s = Summary::of(&r);
-        let mean = |v: &[RuntimeTrial]| {
-            v.iter().map(|x| x.time_per_iteration).sum::<f64>() / v.len() as f64
-        };
-        let th = match (theories[num].exact, theories[den].exact) {
-            (Some(x), Some(y)) => fmt_f64(x / y),
-            _ => String::new(),
-        };
-        t.push(vec![
-            sc.meta.name.clone(),
-            points[num].workers.to_string(),
-            k_label,
-            points[num].label.clone(),
-            points[den].label.clone(),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            fmt_f64(mean(a) / mean(b)),
-            th,
-        ]);
-    };
-    for &p in &sc.workers {
-        if let (Some(num), Some(den)) = (
-            find(Protocol::KSync, p, p),
-            find(Protocol::KAsync, p, 1).or_else(|| find(Protocol::KBatchAsync, p, 1)),
-        ) {
-            push(num, den, "P/1".into());
-        }
-        for k in crate::scenario::protocol::divisors(p) {
-            for (sync, asy) in [
-                (Protocol::KSync, Protocol::KAsync),
-                (Protocol::KBatchSync, Protocol::KBatchAsync),
-            ] {
-                if let (Some(num), Some(den)) = (find(sync, p, k), find(asy, p, k)) {
-                    push(num, den, k.to_string());
-                }
-            }
-        }
-    }
-    t
-}
-
 // ---------------------------------------------------------------- training
 
 struct TrainingVisitor<'a> {
@@ -696,6 +264,9 @@ struct TrainingTrial {
     floor: f64,
     log: Vec<UpdateLog>,
     stats: RunStats,
+    /// The K rule's switches (empty without a rule).
+    #[serde(default)]
+    switches: Vec<Switch>,
 }
 
 /// Seed of trial `t`'s minibatches and gradient noise (shared by all points).
@@ -742,6 +313,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                     grid: &grid,
                     log_updates: (t < tc.record_trials).then_some(tc.loss_every),
                     staleness_buckets: staleness_buckets(p.workers),
+                    k_rule: p.rule,
                 },
             );
             let stats = simulate(
@@ -776,6 +348,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 last_update_time: tr.last_update_time(),
                 log: std::mem::take(&mut tr.log),
                 stats,
+                switches: tr.switches().to_vec(),
             }
         };
         let done: Vec<Vec<(usize, serde_json::Value)>> = todo
@@ -898,7 +471,7 @@ fn training_tables(
             "final_loss".into(),
             p.workers.to_string(),
             k_cell(p),
-            p.schedule.describe(),
+            p.describe_k(),
             sa.map_or_else(String::new, |s| fmt_f64(s.c)),
             sa.map_or_else(String::new, |s| fmt_f64(s.eta_max)),
             s.n.to_string(),
@@ -1021,14 +594,22 @@ fn training_tables(
     }
     let events: u64 = results.iter().map(|r| r.stats.events).sum();
     let gradients: u64 = results.iter().map(|r| r.stats.pushed).sum();
+    let mut extra = vec![
+        ("loss_vs_time.csv".into(), curve),
+        ("updates.csv".into(), updates),
+        ("staleness.csv".into(), staleness),
+    ];
+    let sw: Vec<Vec<&[Switch]>> = by_point
+        .iter()
+        .map(|rs| rs.iter().map(|r| r.switches.as_slice()).collect())
+        .collect();
+    if let Some(t) = switches::switch_table(sc, points, &sw) {
+        extra.push((switches::SWITCHES_CSV.into(), t));
+    }
     Outcome {
         summary,
         trials: trial_table,
-        extra: vec![
-            ("loss_vs_time.csv".into(), curve),
-            ("updates.csv".into(), updates),
-            ("staleness.csv".into(), staleness),
-        ],
+        extra,
         data: ctx.data_details.clone(),
         details: json!({
             "measure": "training",

@@ -38,12 +38,13 @@
 //! k = "divisors"                  # a number, a list, or every K that divides P
 //! # name = "..."                  # default: the protocol (and " K=k" per K)
 //! # k_schedule = [{ from = 0.0, k = 1 }, { from = 500.0, k = 8 }]   # instead of k
+//! # k_rule = { kind = "plateau", start = 1, factor = 2, max = 8, window = 50, tolerance = 0.0 }
+//! #   # instead of k: K ×factor (up to max, default P) when the mean of the last `window`
+//! #   # minibatch losses the PS received is not below (1 − tolerance) × the window before
 //! # staleness_aware = { c = 1e-3, eta_max = 0.1 }   # training only; eta_max defaults to η
 //! ```
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -51,8 +52,13 @@ use toml::Spanned;
 
 use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::training::StalenessAware;
-use crate::cluster::{Delay, Empirical, KSchedule, Protocol};
+use crate::cluster::{Delay, KSchedule, PlateauRule, Protocol};
 use crate::model::gradient::GradientSpec;
+
+mod delay;
+mod k_rule;
+pub(crate) use delay::{RawDelay, parse_delay};
+pub use k_rule::KRule;
 
 /// Which Ks a series runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -64,6 +70,8 @@ pub enum KChoice {
     Divisors,
     /// K changes over time (the adaptive schedule).
     Schedule(KSchedule),
+    /// K chosen during the run by a rule (training only).
+    Rule(KRule),
 }
 
 /// One series to compare.
@@ -161,8 +169,25 @@ pub struct Point {
     pub workers: usize,
     /// K (`None` for a schedule).
     pub k: Option<usize>,
-    /// K over time (constant unless the series has a schedule).
+    /// K over time (constant unless the series has a schedule; with a rule,
+    /// the rule's start).
     pub schedule: KSchedule,
+    /// The rule choosing K during the run, if the series has one.
+    pub rule: Option<PlateauRule>,
+}
+
+impl Point {
+    /// The largest K the point can use.
+    pub fn max_k(&self) -> usize {
+        self.rule.map_or_else(|| self.schedule.max_k(), |r| r.max)
+    }
+
+    /// How K is chosen, for the `k_schedule` column: the schedule
+    /// (`0:1;200:2`) or the rule (`plateau:start=1;…`).
+    pub fn describe_k(&self) -> String {
+        self.rule
+            .map_or_else(|| self.schedule.describe(), |r| r.describe())
+    }
 }
 
 /// The divisors of `p`, ascending.
@@ -183,7 +208,19 @@ impl ProtocolScenario {
                         workers: p,
                         k: None,
                         schedule: sch.clone(),
+                        rule: None,
                     }),
+                    KChoice::Rule(r) => {
+                        let rule = r.at(p);
+                        out.push(Point {
+                            series: si,
+                            label: s.name.clone(),
+                            workers: p,
+                            k: None,
+                            schedule: KSchedule::fixed(rule.start),
+                            rule: Some(rule),
+                        })
+                    }
                     choice => {
                         let (ks, several) = match choice {
                             KChoice::Values(v) => (v.clone(), v.len() > 1),
@@ -200,6 +237,7 @@ impl ProtocolScenario {
                                 workers: p,
                                 k: Some(k),
                                 schedule: KSchedule::fixed(k),
+                                rule: None,
                             });
                         }
                     }
@@ -246,21 +284,6 @@ struct RawCluster {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawDelay {
-    distribution: String,
-    rate: Option<f64>,
-    shift: Option<f64>,
-    scale: Option<f64>,
-    shape: Option<f64>,
-    low: Option<f64>,
-    high: Option<f64>,
-    value: Option<f64>,
-    file: Option<String>,
-    column: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawRuntime {
     #[serde(default = "default_warmup")]
     warmup_updates: u64,
@@ -303,6 +326,7 @@ struct RawSeries {
     protocol: Protocol,
     k: Option<Spanned<toml::Value>>,
     k_schedule: Option<Vec<RawStep>>,
+    k_rule: Option<Spanned<k_rule::RawKRule>>,
     staleness_aware: Option<RawStalenessAware>,
 }
 
@@ -318,165 +342,6 @@ struct RawStep {
 struct RawStalenessAware {
     c: f64,
     eta_max: Option<f64>,
-}
-
-/// The folder relative paths in `src` are resolved against: the scenario
-/// file's folder, or the current folder for bundled scenarios.
-fn base_dir(src: &SourceText) -> PathBuf {
-    if src.origin.starts_with("bundled:") {
-        return PathBuf::from(".");
-    }
-    Path::new(src.origin)
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-/// Largest delay a distribution may draw, as a power of ten (seconds).
-const MAX_DRAW_LOG10: f64 = 100.0;
-
-pub(crate) fn parse_delay(
-    src: &SourceText,
-    raw: &Spanned<RawDelay>,
-    field: &str,
-    positive_mean: bool,
-) -> Result<Delay> {
-    let span = raw.span();
-    let r = raw.get_ref();
-    let err = |msg: String| src.error_at(span.clone(), field, msg);
-    let given: Vec<(&str, bool)> = vec![
-        ("rate", r.rate.is_some()),
-        ("shift", r.shift.is_some()),
-        ("scale", r.scale.is_some()),
-        ("shape", r.shape.is_some()),
-        ("low", r.low.is_some()),
-        ("high", r.high.is_some()),
-        ("value", r.value.is_some()),
-        ("file", r.file.is_some()),
-        ("column", r.column.is_some()),
-    ];
-    let (needs, optional): (&[&str], &[&str]) = match r.distribution.as_str() {
-        "exponential" => (&["rate"], &[]),
-        "shifted-exponential" => (&["shift", "rate"], &[]),
-        "pareto" => (&["scale", "shape"], &[]),
-        "uniform" => (&["low", "high"], &[]),
-        "constant" => (&["value"], &[]),
-        "empirical" => (&["file"], &["column"]),
-        other => {
-            return Err(err(format!(
-                "unknown distribution `{other}`; expected one of: exponential, shifted-exponential, pareto, uniform, constant, empirical"
-            )));
-        }
-    };
-    let d = r.distribution.as_str();
-    for (name, set) in &given {
-        if *set && !needs.contains(name) && !optional.contains(name) {
-            return Err(err(format!(
-                "`{name}` does not apply to distribution `{d}`, which takes {}",
-                needs
-                    .iter()
-                    .chain(optional)
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(" and ")
-            )));
-        }
-        if !*set && needs.contains(name) {
-            return Err(err(format!("distribution `{d}` needs `{name}`")));
-        }
-    }
-    let max = limits::MAX_SECONDS;
-    let positive = |name: &str, v: f64| -> Result<f64> {
-        if v > 0.0 && v.is_finite() && v <= max {
-            Ok(v)
-        } else {
-            Err(err(format!(
-                "{name} = {v} must be a positive number of at most {max:e}"
-            )))
-        }
-    };
-    let non_negative = |name: &str, v: f64| -> Result<f64> {
-        if v >= 0.0 && v.is_finite() && v <= max {
-            Ok(v)
-        } else {
-            Err(err(format!(
-                "{name} = {v} must be a non-negative number of at most {max:e}"
-            )))
-        }
-    };
-    let rate = |v: f64| -> Result<f64> {
-        let r = positive("rate", v)?;
-        if 1.0 / r > max {
-            return Err(err(format!(
-                "rate = {v} gives a mean delay 1/rate above {max:e} s"
-            )));
-        }
-        Ok(r)
-    };
-    let delay = match d {
-        "exponential" => Delay::Exponential {
-            rate: rate(r.rate.unwrap_or_default())?,
-        },
-        "shifted-exponential" => Delay::ShiftedExponential {
-            shift: non_negative("shift", r.shift.unwrap_or_default())?,
-            rate: rate(r.rate.unwrap_or_default())?,
-        },
-        "pareto" => {
-            let scale = positive("scale", r.scale.unwrap_or_default())?;
-            let shape = positive("shape", r.shape.unwrap_or_default())?;
-            // The largest draw is scale·2^(53/shape) (1 − U ≥ 2^−53): keep it,
-            // and sums and squares of many draws, finite.
-            let largest_log10 = scale.log10() + 53.0 / shape * 2f64.log10();
-            if largest_log10 > MAX_DRAW_LOG10 {
-                return Err(err(format!(
-                    "pareto(scale = {scale}, shape = {shape}) can draw delays up to 1e{largest_log10:.0} s, \
-                     beyond the limit of 1e{MAX_DRAW_LOG10} s where simulated times overflow; raise the shape"
-                )));
-            }
-            Delay::Pareto { scale, shape }
-        }
-        "uniform" => {
-            let low = non_negative("low", r.low.unwrap_or_default())?;
-            let high = non_negative("high", r.high.unwrap_or_default())?;
-            if high <= low {
-                return Err(err(format!(
-                    "high = {high} must be greater than low = {low}"
-                )));
-            }
-            Delay::Uniform { low, high }
-        }
-        "constant" => {
-            let v = r.value.unwrap_or_default();
-            Delay::Constant {
-                value: if positive_mean {
-                    positive("value", v)?
-                } else {
-                    non_negative("value", v)?
-                },
-            }
-        }
-        _ => {
-            let file = r.file.clone().unwrap_or_default();
-            let path = base_dir(src).join(&file);
-            let e =
-                Empirical::read(&path, r.column.as_deref()).map_err(|e| err(format!("{e:#}")))?;
-            if let Some(&big) = e.sorted.last()
-                && big > max
-            {
-                return Err(err(format!(
-                    "{} holds the time {big} s, more than the limit of {max:e} s",
-                    path.display()
-                )));
-            }
-            if positive_mean && e.mean() <= 0.0 {
-                return Err(err(format!(
-                    "every measured time in {} is 0: a gradient must take time",
-                    path.display()
-                )));
-            }
-            Delay::Empirical(Arc::new(e))
-        }
-    };
-    Ok(delay)
 }
 
 fn positive_ints(
@@ -650,7 +515,44 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         let span = rs.span();
         let r = rs.get_ref();
         let at = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
+        let given: Vec<&str> = [
+            ("k", r.k.is_some()),
+            ("k_schedule", r.k_schedule.is_some()),
+            ("k_rule", r.k_rule.is_some()),
+        ]
+        .iter()
+        .filter(|g| g.1)
+        .map(|g| g.0)
+        .collect();
+        if given.len() > 1 {
+            return Err(at(
+                &format!("series.{}", given[1]),
+                format!(
+                    "give only one of `k` (fixed K), `k_schedule` (K over time) and `k_rule` \
+                     (K chosen by a rule during the run); this series gives {}",
+                    given
+                        .iter()
+                        .map(|g| format!("`{g}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            ));
+        }
+        if let Some(rule) = &r.k_rule
+            && eta.is_none()
+        {
+            return Err(src.error_at(
+                rule.span(),
+                "series.k_rule",
+                "a K rule watches the training loss, so it only applies to [training] scenarios; \
+                 give `k` or `k_schedule` for [runtime]",
+            ));
+        }
         let k = match (&r.k, &r.k_schedule) {
+            _ if r.k_rule.is_some() => {
+                let rule = r.k_rule.as_ref().expect("checked");
+                KChoice::Rule(k_rule::parse(src, rule.span(), rule.get_ref())?)
+            }
             (Some(v), None) => match v.get_ref() {
                 toml::Value::String(s) if s == "divisors" => KChoice::Divisors,
                 toml::Value::String(s) => {
@@ -685,7 +587,8 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             (None, None) => {
                 return Err(at(
                     "series.k",
-                    "missing: give `k` (a number, a list or \"divisors\") or a `k_schedule`".into(),
+                    "missing: give `k` (a number, a list or \"divisors\"), a `k_schedule` or a `k_rule`"
+                        .into(),
                 ));
             }
         };
@@ -695,6 +598,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                 format!("{} K={}", r.protocol.name(), v[0])
             }
             (None, KChoice::Schedule(_)) => format!("{} adaptive", r.protocol.name()),
+            (None, KChoice::Rule(_)) => format!("{} plateau rule", r.protocol.name()),
             (None, _) => r.protocol.name().to_string(),
         };
         if name.trim().is_empty() || name.contains(',') || name.contains('"') {
@@ -742,7 +646,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             workers
                 .iter()
                 .map(|&p| match &s.k {
-                    KChoice::Schedule(_) => 1,
+                    KChoice::Schedule(_) | KChoice::Rule(_) => 1,
                     KChoice::Values(v) => v.len() as u128,
                     KChoice::Divisors => limits::divisor_count(p) as u128,
                 })
@@ -774,6 +678,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                     KChoice::Values(v) => v.iter().copied().max().unwrap_or(1),
                     KChoice::Divisors => workers.iter().copied().max().unwrap_or(1),
                     KChoice::Schedule(sch) => sch.max_k(),
+                    KChoice::Rule(r) => r.max.unwrap_or(workers.iter().copied().max().unwrap_or(1)),
                 })
                 .max()
                 .unwrap_or(1) as f64;
@@ -820,23 +725,39 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                 ),
             ));
         }
-        if s.protocol.needs_distinct_workers() && p.schedule.max_k() > p.workers {
+        let field = if p.rule.is_some() {
+            "series.k_rule.max"
+        } else {
+            "series.k"
+        };
+        if let Some(rule) = p.rule
+            && rule.start > rule.max
+        {
             return Err(at(
-                "series.k",
+                "series.k_rule.start",
+                format!(
+                    "start = {} is above max = {} (max defaults to P = {}); K only rises, so start ≤ max",
+                    rule.start, rule.max, p.workers
+                ),
+            ));
+        }
+        if s.protocol.needs_distinct_workers() && p.max_k() > p.workers {
+            return Err(at(
+                field,
                 format!(
                     "K = {} exceeds P = {} workers: {} takes one gradient per worker, so K ≤ P",
-                    p.schedule.max_k(),
+                    p.max_k(),
                     p.workers,
                     s.protocol.name()
                 ),
             ));
         }
-        if p.schedule.max_k() > 64 * p.workers {
+        if p.max_k() > 64 * p.workers {
             return Err(at(
-                "series.k",
+                field,
                 format!(
                     "K = {} is more than 64·P; that is surely a mistake",
-                    p.schedule.max_k()
+                    p.max_k()
                 ),
             ));
         }
@@ -845,181 +766,4 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const RUNTIME: &str = r#"
-kind = "protocol"
-name = "rt"
-title = "runtime"
-trials = 4
-seed = 1
-
-[cluster]
-workers = [2, 4]
-compute_time = { distribution = "exponential", rate = 1.0 }
-
-[runtime]
-updates = 50
-
-[[series]]
-protocol = "k-sync"
-k = "divisors"
-
-[[series]]
-protocol = "k-batch-async"
-k = 3
-"#;
-
-    const TRAINING: &str = r#"
-kind = "protocol"
-name = "tr"
-title = "training"
-trials = 2
-seed = 1
-
-[cluster]
-workers = 4
-compute_time = { distribution = "shifted-exponential", shift = 0.5, rate = 1 }
-communication_time = { distribution = "uniform", low = 0.0, high = 0.1 }
-
-[model]
-kind = "quadratic"
-dimension = 10
-l = 2.0
-c = 0.5
-sigma2 = 1.0
-batch_size = 1
-learning_rate = 0.1
-
-[training]
-horizon = 100.0
-grid_step = 10.0
-
-[[series]]
-protocol = "k-async"
-k = [1, 4]
-
-[[series]]
-name = "adaptive"
-protocol = "k-async"
-k_schedule = [{ from = 0.0, k = 1 }, { from = 50.0, k = 4 }]
-
-[[series]]
-name = "aware"
-protocol = "k-async"
-k = 1
-staleness_aware = { c = 0.01 }
-"#;
-
-    fn p(t: &str) -> Result<ProtocolScenario> {
-        parse(&SourceText::new(t, "test.toml"))
-    }
-
-    #[test]
-    fn runtime_points() {
-        let s = p(RUNTIME).unwrap();
-        let pts = s.points();
-        let labels: Vec<(String, usize)> =
-            pts.iter().map(|p| (p.label.clone(), p.workers)).collect();
-        assert_eq!(
-            labels,
-            vec![
-                ("k-sync K=1".into(), 2),
-                ("k-sync K=2".into(), 2),
-                ("k-sync K=1".into(), 4),
-                ("k-sync K=2".into(), 4),
-                ("k-sync K=4".into(), 4),
-                ("k-batch-async K=3".into(), 2),
-                ("k-batch-async K=3".into(), 4),
-            ]
-        );
-        assert!(matches!(
-            s.measure,
-            Measure::Runtime(RuntimeConfig {
-                warmup_updates: 100,
-                updates: 50
-            })
-        ));
-    }
-
-    #[test]
-    fn training_points_and_defaults() {
-        let s = p(TRAINING).unwrap();
-        let t = s.training().unwrap();
-        assert_eq!(t.eta, 0.1);
-        assert_eq!(t.grid().len(), 11);
-        assert_eq!(t.loss_subsample, 2000);
-        let pts = s.points();
-        assert_eq!(pts.len(), 4);
-        assert_eq!(pts[2].label, "adaptive");
-        assert_eq!(pts[2].k, None);
-        assert_eq!(pts[2].schedule.k_at(60.0), 4);
-        assert_eq!(
-            s.series[2].staleness_aware,
-            Some(StalenessAware {
-                c: 0.01,
-                eta_max: 0.1
-            })
-        );
-    }
-
-    #[test]
-    fn bad_values_are_reported_with_their_place() {
-        let e = |t: String| p(&t).unwrap_err().to_string();
-        let m = e(RUNTIME.replace("k = 3", "k = 0"));
-        assert!(
-            m.contains("series.k") && m.contains("not a whole number"),
-            "{m}"
-        );
-        let m = e(RUNTIME.replace(
-            "protocol = \"k-sync\"\nk = \"divisors\"",
-            "protocol = \"k-sync\"\nk = 3",
-        ));
-        assert!(m.contains("K = 3 exceeds P = 2"), "{m}");
-        let m = e(RUNTIME.replace("rate = 1.0", "rate = -1.0"));
-        assert!(
-            m.contains("cluster.compute_time") && m.contains("positive"),
-            "{m}"
-        );
-        let m = e(RUNTIME.replace("rate = 1.0", "rate = 1.0, shift = 2.0"));
-        assert!(m.contains("`shift` does not apply"), "{m}");
-        let m = e(RUNTIME.replace("\"exponential\"", "\"gamma\""));
-        assert!(m.contains("unknown distribution `gamma`"), "{m}");
-        let m = e(RUNTIME.replace("\"k-sync\"", "\"k-synch\""));
-        assert!(m.contains("k-synch") && m.contains("line"), "{m}");
-        let m = e(RUNTIME.replace("[runtime]\nupdates = 50\n", ""));
-        assert!(m.contains("[runtime]") && m.contains("[training]"), "{m}");
-        let m = e(TRAINING.replace(
-            "staleness_aware = { c = 0.01 }",
-            "staleness_aware = { c = 0.0 }",
-        ));
-        assert!(m.contains("staleness_aware.c"), "{m}");
-        let m = e(TRAINING.replace("{ from = 0.0, k = 1 }, ", ""));
-        assert!(m.contains("time 0"), "{m}");
-        let m = e(TRAINING.replace("horizon = 100.0", "horizon = -1.0"));
-        assert!(m.contains("training.horizon"), "{m}");
-        let m = e(TRAINING.replace("kind = \"quadratic\"", "kind = \"svm\""));
-        assert!(
-            m.contains("unknown model `svm`") && m.contains("quadratic"),
-            "{m}"
-        );
-        let m = e(RUNTIME.replace("k = 3", "k = 3\nstaleness_aware = { c = 1.0 }"));
-        assert!(m.contains("only applies to [training]"), "{m}");
-        let m = e(RUNTIME.replace(
-            "\"exponential\", rate = 1.0",
-            "\"empirical\", file = \"nope.csv\"",
-        ));
-        assert!(
-            m.contains("nope.csv") && m.contains("cluster.compute_time"),
-            "{m}"
-        );
-        let m = e(RUNTIME.replace("workers = [2, 4]", "workers = []"));
-        assert!(m.contains("cluster.workers"), "{m}");
-        let m = e(RUNTIME.replace(
-            "protocol = \"k-batch-async\"\nk = 3",
-            "protocol = \"k-sync\"\nk = 1\nname = \"k-sync K=1\"",
-        ));
-        assert!(m.contains("appears twice"), "{m}");
-    }
-}
+mod tests;
