@@ -96,6 +96,7 @@ fn stand_in_options(scale: f64, fork_mode: ForkMode, share_identical_trials: boo
         fork_mode,
         certify_metric: true,
         share_identical_trials,
+        shared_outcomes: None,
     }
 }
 

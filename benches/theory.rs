@@ -28,6 +28,7 @@ fn qp_scenario(c: &mut Criterion) {
         fork_mode: ForkMode::Fork,
         certify_metric: true,
         share_identical_trials: true,
+        shared_outcomes: None,
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)

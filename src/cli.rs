@@ -195,6 +195,11 @@ pub struct ReproduceArgs {
     /// unsharded reproduce does. Give the same options as the shards had.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "resume")]
     pub merge: Vec<PathBuf>,
+    /// Run every recovery trial in every scenario, even when another scenario
+    /// of this reproduction already computed one with exactly the same
+    /// inputs (same CSV files, slower; for benchmarking and testing).
+    #[arg(long)]
+    pub no_share_across: bool,
 }
 
 /// Options of `scarsim bench`.

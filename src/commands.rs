@@ -79,6 +79,7 @@ fn run(args: RunArgs) -> Result<()> {
             ForkMode::Fork
         },
         share_identical_trials: !args.no_sharing,
+        shared_outcomes: None,
         certify_metric: !args.exact_metric,
     };
     // Validate everything before running anything.
@@ -227,6 +228,7 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         only: args.only,
         shard,
         merge: args.merge,
+        share_across: !args.no_share_across,
     };
     let quiet = args.quiet;
     // Scenarios may run two at a time: their bars share the terminal.

@@ -15,6 +15,7 @@ mod protocol_cli;
 mod protocols;
 mod recipes;
 mod shards;
+mod sharing;
 mod theorems;
 mod theory;
 mod usage;

@@ -24,6 +24,7 @@ fn run(text: &str) -> experiment::Outcome {
         fork_mode: ForkMode::Fork,
         certify_metric: true,
         share_identical_trials: true,
+        shared_outcomes: None,
     };
     experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()).expect("runs")
 }

@@ -32,6 +32,7 @@ fn run_with(text: &str, fork_mode: ForkMode, certify_metric: bool) -> experiment
         fork_mode,
         certify_metric,
         share_identical_trials: true,
+        shared_outcomes: None,
     };
     experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()).expect("runs")
 }

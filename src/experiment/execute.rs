@@ -93,6 +93,10 @@ pub struct ShardManifest {
     pub cpu_time_seconds: Option<f64>,
     /// Threads used.
     pub threads: usize,
+    /// Units of this shard that took their outcome from another scenario of
+    /// the same process instead of running (absent in older shards: 0).
+    #[serde(default)]
+    pub units_shared_across: usize,
     /// [`fnv64`] of the journal's bytes when the shard finished: `merge`
     /// takes the journal only if it still has them.
     pub journal_checksum: String,
@@ -209,6 +213,7 @@ pub fn execute(
                 wall_time_seconds: seconds,
                 cpu_time_seconds: Some(super::cpu::run_seconds() - cpu_started),
                 threads: opts.threads,
+                units_shared_across: driver.shared_across_count(),
                 journal_checksum: fnv64(&read_in(&dir, JOURNAL)?),
             };
             let mut bytes = serde_json::to_vec_pretty(&manifest)?;
@@ -229,7 +234,11 @@ pub fn execute(
                 threads: opts.threads,
                 seconds,
                 cpu_seconds: Some(super::cpu::run_seconds() - cpu_started),
-                units_computed: raw.records.len().saturating_sub(resumed_count),
+                units_computed: raw
+                    .records
+                    .len()
+                    .saturating_sub(resumed_count + driver.shared_across_count()),
+                units_shared_across: driver.shared_across_count(),
                 fingerprint: &header.fingerprint,
                 extra: serde_json::Value::Null,
             };
@@ -534,6 +543,7 @@ pub fn merge_shards(
             .map(|s| s.1.cpu_time_seconds)
             .sum::<Option<f64>>(),
         units_computed: names.len(),
+        units_shared_across: shards.iter().map(|s| s.1.units_shared_across).sum(),
         fingerprint: &first.fingerprint,
         extra: serde_json::json!({
             "merged_shards": shards.iter().map(|s| s.0.display().to_string()).collect::<Vec<_>>(),

@@ -17,6 +17,7 @@ pub mod precision;
 pub mod protocol;
 pub mod recovery;
 pub mod reference;
+pub mod shared_outcomes;
 pub mod units;
 
 pub use execute::run_and_write;
@@ -53,6 +54,12 @@ pub struct RunOptions {
     /// once and share the result (see `recovery::TrialKey`); `false` runs
     /// every trial (same results, slower; for benchmarking and testing).
     pub share_identical_trials: bool,
+    /// Outcomes of recovery trials computed by other scenarios of this
+    /// process (`reproduce`): a unit whose inputs are exactly those of a
+    /// stored outcome takes it instead of running, and the outcomes this run
+    /// computes are stored (see [`shared_outcomes`]). `None`: nothing is
+    /// shared across scenarios (`run`, `reproduce --no-share-across`).
+    pub shared_outcomes: Option<std::sync::Arc<shared_outcomes::SharedOutcomes>>,
 }
 
 /// The tables and facts a scenario produced, before they are written.
@@ -173,8 +180,12 @@ pub struct RunFacts<'a> {
     /// CPU seconds of this process over the run, all threads (None when
     /// unknown, e.g. for a merge of shards).
     pub cpu_seconds: Option<f64>,
-    /// Units computed by this process (excluding resumed or merged ones).
+    /// Units computed by this process (excluding resumed or merged ones,
+    /// and those taken from other scenarios).
     pub units_computed: usize,
+    /// Units that took their outcome from another scenario of this process
+    /// instead of running ([`RunOptions::shared_outcomes`]).
+    pub units_shared_across: usize,
     /// [`fingerprint`] of the scenario and data options the units ran with.
     pub fingerprint: &'a str,
     /// Extra manifest fields (e.g. the shards a merge combined).
@@ -216,6 +227,10 @@ pub fn write_outcome(
     if let serde_json::Value::Object(map) = &mut details {
         map.insert("units".into(), units.into());
         map.insert("units_computed".into(), facts.units_computed.into());
+        map.insert(
+            "units_from_other_scenarios".into(),
+            facts.units_shared_across.into(),
+        );
         map.insert(
             "thread_seconds_per_unit".into(),
             serde_json::json!(if facts.units_computed > 0 {

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::shared_outcomes::{RunKey, RunShare, TrialKey, share_identical, unit_key};
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
@@ -20,15 +21,10 @@ use crate::engine::{
     run_cohort,
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::policy::{
-    CheckpointPolicy, EventOrder, FailureTime, LossSpec, Placement, RecoveryPolicy, Selector,
-};
+use crate::policy::{FailureTime, LossSpec, Placement};
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream, stream_key};
-use crate::scenario::{
-    DataOrderMode, RecoveryScenario,
-    recovery::{Point, PointConfig},
-};
+use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
 use crate::stats::Summary;
 use crate::theory::{PredictionAccuracy, RecoveryPredictor};
 
@@ -94,7 +90,7 @@ pub fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
 
 /// Which unperturbed run trial `trial` forks from: the one shared run, or
 /// its own (`per-trial` data order).
-fn baseline_index(scenario: &RecoveryScenario, trial: usize) -> usize {
+pub(super) fn baseline_index(scenario: &RecoveryScenario, trial: usize) -> usize {
     match scenario.data_order {
         DataOrderMode::Shared => 0,
         DataOrderMode::PerTrial => trial,
@@ -201,18 +197,30 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             .collect();
         let (mine, todo) = self.driver.assign(&costs);
         let blocks = model.block_count();
-        // Every unit's random draws, then one representative per set of units
-        // with the same `TrialKey`: only representatives are run.
+        // Every unit's random draws (resumed units' too: their keys offer
+        // their outcomes to other scenarios), then one representative per set
+        // of units with the same `TrialKey`: only representatives are run.
         let prepared: Vec<Option<Prepared>> = {
             let mut v: Vec<Option<Prepared>> = (0..units.len()).map(|_| None).collect();
-            for &u in &todo {
+            for &u in &mine {
                 let (pi, t) = units[u];
                 let b = &baselines[baseline_index(t)];
-                v[u] = Some(prepare(b, &points[pi], sc.ps_nodes, blocks, seed, t));
+                v[u] = Some(prepare(
+                    b.iterations(),
+                    &points[pi],
+                    sc.ps_nodes,
+                    blocks,
+                    seed,
+                    t,
+                ));
             }
             v
         };
-        let prep = |u: usize| prepared[u].as_ref().expect("prepared every unit to run");
+        let prep = |u: usize| {
+            prepared[u]
+                .as_ref()
+                .expect("prepared every unit of this run")
+        };
         let key = |u: usize| {
             let (pi, t) = units[u];
             TrialKey::new(baseline_index(t), t, &points[pi].config, prep(u), blocks)
@@ -222,6 +230,64 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         } else {
             (todo.clone(), vec![Vec::new(); units.len()])
         };
+        // Across scenarios (`reproduce`): a group of identical units takes the
+        // outcome another scenario computed for one of its members' keys. A
+        // run whose inputs cannot be keyed (a data path that is not text)
+        // simply shares nothing.
+        let run_key = |cache| {
+            let run = RunKey::new(sc, data, &self.opts.data, &convergence, blocks).ok()?;
+            Some((cache, run))
+        };
+        let across = match self.opts.shared_outcomes.as_deref().and_then(run_key) {
+            Some((cache, run)) => {
+                let mut keys = vec![None; units.len()];
+                for &u in &mine {
+                    let (pi, t) = units[u];
+                    keys[u] = Some(unit_key(sc, &points[pi], t, prep(u))?);
+                }
+                Some(RunShare::new(cache, run, keys))
+            }
+            None => None,
+        };
+        let mut taken: Vec<(usize, serde_json::Value)> = Vec::new();
+        let representatives = match &across {
+            None => representatives,
+            Some(share) => {
+                let resumed = self.driver.resumed();
+                share.store(mine.iter().filter_map(|&u| {
+                    let o = serde_json::from_value(resumed.get(&u)?.clone()).ok()?;
+                    Some((u, o))
+                }));
+                let mut run = Vec::with_capacity(representatives.len());
+                for r in representatives {
+                    let group = || std::iter::once(r).chain(followers[r].iter().copied());
+                    let Some(o) = share.lookup(group()) else {
+                        run.push(r);
+                        continue;
+                    };
+                    let outcomes: Vec<(usize, TrialOutcome)> = group()
+                        .map(|u| {
+                            (
+                                u,
+                                TrialOutcome {
+                                    lost_blocks: prep(u).lost.len(),
+                                    ..o
+                                },
+                            )
+                        })
+                        .collect();
+                    share.store(outcomes.iter().copied());
+                    for (u, o) in outcomes {
+                        taken.push((u, serde_json::to_value(o)?));
+                    }
+                }
+                run
+            }
+        };
+        if !taken.is_empty() {
+            self.driver.finished(&taken)?;
+            self.driver.shared_across(taken.len());
+        }
         // Cohorts: runs of units that fork from the same unperturbed run,
         // ordered by failure iteration so that the members of a cohort join
         // it at nearby iterations and step together for most of their runs
@@ -264,23 +330,32 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                     ) else {
                         return Ok(Vec::new());
                     };
-                    let mut records = Vec::with_capacity(cohort.len());
+                    let mut computed = Vec::with_capacity(cohort.len());
                     for (&u, o) in cohort.iter().zip(outcomes) {
                         for &f in &followers[u] {
-                            let shared = TrialOutcome {
-                                lost_blocks: prep(f).lost.len(),
-                                ..o
-                            };
-                            records.push((f, serde_json::to_value(shared)?));
+                            computed.push((
+                                f,
+                                TrialOutcome {
+                                    lost_blocks: prep(f).lost.len(),
+                                    ..o
+                                },
+                            ));
                         }
-                        records.push((u, serde_json::to_value(o)?));
+                        computed.push((u, o));
                     }
+                    if let Some(share) = &across {
+                        share.store(computed.iter().copied());
+                    }
+                    let records = computed
+                        .into_iter()
+                        .map(|(u, o)| Ok((u, serde_json::to_value(o)?)))
+                        .collect::<Result<Vec<_>>>()?;
                     driver.finished(&records)?;
                     Ok(records)
                 },
             )
             .collect::<Result<_>>()?;
-        let records = driver.collect(done, &mine)?;
+        let records = driver.collect(done.into_iter().chain([taken]), &mine)?;
         let context = RecoveryContext {
             baselines: baselines.iter().map(|b| b.metrics.clone()).collect(),
             dataset: data.dataset,
@@ -382,103 +457,12 @@ fn failure_iteration<S>(baseline: &Baseline<S>, point: &Point, seed: u64, t: usi
         .expect("checked before the trials started")
 }
 
-/// Everything a trial's outcome depends on besides the number of blocks it
-/// lost: two units with equal keys give the same [`TrialOutcome`] up to
-/// `lost_blocks`, so one is run and the other shares its result.
-///
-/// After recovery a trial is deterministic: it steps with the unperturbed
-/// run's data order (`run_seed`, [`IterCtx`](crate::model::IterCtx)) from the
-/// recovered state. That state is x(T) with some blocks replaced from the
-/// running checkpoint, so it is fixed by the unperturbed run, T, the
-/// checkpoint and the restored blocks. Full recovery restores every block,
-/// and so does partial recovery of a failure that lost every block; a full
-/// checkpoint (r = 1) does not depend on the selector; only the `random`
-/// selector of a partial checkpoint draws from the trial's own stream.
-/// Under geometric T with a shared data order, many trials of the full
-/// recovery series fail at the same T and are computed once.
-#[derive(Debug, PartialEq)]
-struct TrialKey<'a> {
-    baseline: usize,
-    failure_iteration: usize,
-    checkpoint: CheckpointKey,
-    /// `None`: every block is restored.
-    restored: Option<&'a [usize]>,
-}
-
-/// The running checkpoint at the failure, as far as it matters (see [`TrialKey`]).
-#[derive(Debug, PartialEq)]
-enum CheckpointKey {
-    /// r = 1: x(last checkpoint before T, or at T when it is written
-    /// first), whatever the selector.
-    Full { last: usize },
-    /// r < 1: the policy and event order, and the trial whose stream a
-    /// `random` selector draws from.
-    Partial {
-        policy: CheckpointPolicy,
-        order: EventOrder,
-        random_stream: Option<usize>,
-    },
-}
-
-impl<'a> TrialKey<'a> {
-    fn new(
-        baseline: usize,
-        trial: usize,
-        config: &PointConfig,
-        prepared: &'a Prepared,
-        blocks: usize,
-    ) -> TrialKey<'a> {
-        let t = prepared.failure_iteration;
-        let policy = config.checkpoint;
-        let checkpoint = if policy.is_full() {
-            CheckpointKey::Full {
-                last: policy.last_before(config.order.checkpoints_before(t)),
-            }
-        } else {
-            CheckpointKey::Partial {
-                policy,
-                order: config.order,
-                random_stream: (policy.selector == Selector::Random).then_some(trial),
-            }
-        };
-        let restores_all = config.recovery == RecoveryPolicy::Full || prepared.lost.len() == blocks;
-        TrialKey {
-            baseline,
-            failure_iteration: t,
-            checkpoint,
-            restored: (!restores_all).then_some(prepared.lost.as_slice()),
-        }
-    }
-}
-
-/// Groups `todo` by [`TrialKey`]: the first unit of each group is its
-/// representative (run); `followers[r]` are the units that take
-/// representative `r`'s outcome. `followers` has `units` entries.
-fn share_identical<'a>(
-    todo: &[usize],
-    units: usize,
-    key: impl Fn(usize) -> TrialKey<'a>,
-) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); units];
-    let mut representatives = Vec::new();
-    let mut keys: Vec<(TrialKey<'a>, usize)> = Vec::new();
-    for &u in todo {
-        let k = key(u);
-        match keys.iter().find(|(other, _)| *other == k) {
-            Some(&(_, r)) => followers[r].push(u),
-            None => {
-                keys.push((k, u));
-                representatives.push(u);
-            }
-        }
-    }
-    (representatives, followers)
-}
-
 /// The random draws of trial `t` at one point: failure time and lost blocks.
-struct Prepared {
-    failure_iteration: usize,
-    lost: Vec<usize>,
+pub(super) struct Prepared {
+    /// T.
+    pub(super) failure_iteration: usize,
+    /// The lost blocks (sorted).
+    pub(super) lost: Vec<usize>,
 }
 
 impl Prepared {
@@ -496,8 +480,8 @@ impl Prepared {
 
 /// Draws trial `t`'s failure at `point` from the trial's own streams, so
 /// every series and point of the scenario sees the same failure.
-fn prepare<S>(
-    baseline: &Baseline<S>,
+pub(super) fn prepare(
+    baseline_iterations: usize,
     point: &Point,
     ps_nodes: usize,
     blocks: usize,
@@ -509,7 +493,7 @@ fn prepare<S>(
     let failure_iteration = cfg
         .failure_time
         .sample(
-            baseline.iterations(),
+            baseline_iterations,
             &mut stream(seed, Purpose::FailureTime, t64, 0),
         )
         .expect("checked before the trials started");
@@ -737,7 +721,16 @@ impl ModelVisitor for PlanVisitor<'_> {
             let blocks = model.block_count();
             let prepared: Vec<Prepared> = units
                 .iter()
-                .map(|&(p, t)| prepare(&baseline, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t))
+                .map(|&(p, t)| {
+                    prepare(
+                        baseline.iterations(),
+                        &points[p],
+                        sc.ps_nodes,
+                        blocks,
+                        sc.meta.seed,
+                        t,
+                    )
+                })
                 .collect();
             let all: Vec<usize> = (0..units.len()).collect();
             let (_, followers) = share_identical(&all, units.len(), |u| {

@@ -375,6 +375,7 @@ pub struct Driver<'a> {
     progress: &'a ProgressBar,
     cancel: &'a AtomicBool,
     finished: Mutex<usize>,
+    shared_across: std::sync::atomic::AtomicUsize,
 }
 
 impl<'a> Driver<'a> {
@@ -393,6 +394,7 @@ impl<'a> Driver<'a> {
             progress,
             cancel,
             finished: Mutex::new(0),
+            shared_across: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -438,6 +440,18 @@ impl<'a> Driver<'a> {
     /// Units finished (and journalled) by this run so far.
     pub fn finished_count(&self) -> usize {
         *self.finished.lock().expect("counter lock")
+    }
+
+    /// Notes that `n` of the finished units took their outcome from another
+    /// scenario of this process instead of running (see
+    /// [`super::shared_outcomes`]).
+    pub fn shared_across(&self, n: usize) {
+        self.shared_across.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Units of this run that took their outcome from another scenario.
+    pub fn shared_across_count(&self) -> usize {
+        self.shared_across.load(Ordering::Relaxed)
     }
 
     /// Whether the run should stop now.

@@ -20,6 +20,7 @@ use indicatif::ProgressBar;
 use crate::data::{DataCache, DataOptions, DatasetName, presence};
 use crate::engine::ForkMode;
 use crate::experiment::execute::{self, Execution};
+use crate::experiment::shared_outcomes::SharedOutcomes;
 use crate::experiment::units::Shard;
 use crate::experiment::{self, RunOptions};
 use crate::report::figures::{self, Claim, Picture, Results, paper};
@@ -102,6 +103,12 @@ pub struct ReproduceOptions {
     /// Gather the shards of an earlier `--shard` run found in these folders
     /// instead of running the scenarios.
     pub merge: Vec<PathBuf>,
+    /// Let a recovery trial take the outcome another scenario of this run
+    /// computed from exactly the same inputs instead of running it again
+    /// ([`experiment::shared_outcomes`]; the CSV files are the same either
+    /// way). `false`: every scenario computes all its units
+    /// (`--no-share-across`).
+    pub share_across: bool,
 }
 
 impl ReproduceOptions {
@@ -138,6 +145,9 @@ impl ReproduceOptions {
         }
         for name in &self.only {
             write!(s, " --only {name}").expect("write to String");
+        }
+        if !self.share_across {
+            s.push_str(" --no-share-across");
         }
         write!(
             s,
@@ -209,6 +219,23 @@ pub fn choose_data(datasets: &[DatasetName], data_dir: &Path, scale: f64) -> Dat
     }
 }
 
+/// What the scenarios of one reproduction share: loaded datasets and, unless
+/// `--no-share-across`, the outcomes of recovery trials.
+struct Caches {
+    data: DataCache,
+    outcomes: Option<Arc<SharedOutcomes>>,
+}
+
+impl Caches {
+    /// `run_opts` with this reproduction's shared outcomes.
+    fn options(&self, run_opts: RunOptions) -> RunOptions {
+        RunOptions {
+            shared_outcomes: self.outcomes.clone(),
+            ..run_opts
+        }
+    }
+}
+
 /// One bundled scenario's fate.
 struct Entry {
     name: String,
@@ -270,7 +297,10 @@ pub fn reproduce(
             ));
         }
     }
-    let cache = DataCache::new();
+    let cache = Caches {
+        data: DataCache::new(),
+        outcomes: opts.share_across.then(|| Arc::new(SharedOutcomes::new())),
+    };
     let names = selected_names(&opts.only)?;
     if let Some(task) = opts.shard {
         let pool = worker_pool(opts.threads, None)?;
@@ -354,7 +384,7 @@ fn run_all(
     names: &[&'static str],
     opts: &ReproduceOptions,
     scale: f64,
-    cache: &DataCache,
+    cache: &Caches,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(Vec<Entry>, Vec<Vec<PathBuf>>)> {
@@ -468,6 +498,7 @@ fn resolve(
         fork_mode: ForkMode::Fork,
         certify_metric: true,
         share_identical_trials: true,
+        shared_outcomes: None,
     };
     Ok(Resolved {
         sc,
@@ -499,7 +530,7 @@ fn run_one(
     opts: &ReproduceOptions,
     scale: f64,
     pool: &rayon::ThreadPool,
-    cache: &DataCache,
+    cache: &Caches,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Entry {
@@ -536,14 +567,26 @@ fn run_one(
     }
     let bar = progress(name, units);
     let outcome = pool.install(|| {
-        experiment::run_and_write(&sc, &origin, &text, &run_opts, cache, &bar, opts.resume)
+        experiment::run_and_write(
+            &sc,
+            &origin,
+            &text,
+            &cache.options(run_opts.clone()),
+            &cache.data,
+            &bar,
+            opts.resume,
+        )
     });
     bar.finish_and_clear();
     let results = outcome.and_then(|dir| Results::load(&dir));
     match results {
         Ok(r) => {
+            let shared = match r.units_from_other_scenarios() {
+                Some(n) if n > 0 => format!(" ({n} taken from other scenarios)"),
+                _ => String::new(),
+            };
             log(&format!(
-                "{name}: {units} trials in {:.1} s -> {}",
+                "{name}: {units} trials{shared} in {:.1} s -> {}",
                 r.wall_time_seconds().unwrap_or(f64::NAN),
                 r.dir.display()
             ));

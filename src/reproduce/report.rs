@@ -98,14 +98,35 @@ fn header(w: &mut String, opts: &ReproduceOptions, entries: &[Entry], seconds: f
     Ok(())
 }
 
-/// One row per scenario: panel, data, trials, wall and CPU time, figure.
+/// One row per scenario: panel, data, trials, wall and CPU time, units
+/// taken from other scenarios, figure.
 fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Result<()> {
     writeln!(w, "## Scenarios\n")?;
+    let shared: u64 = entries
+        .iter()
+        .filter_map(|e| e.results.as_ref().ok())
+        .filter_map(Results::units_from_other_scenarios)
+        .sum();
+    if opts.share_across {
+        writeln!(
+            w,
+            "Units shared from other scenarios: {shared} recovery trials had exactly the inputs \
+             of a trial another scenario of this run had computed (same model, data, seed, \
+             convergence test, failure, checkpoint and lost blocks) and took its outcome instead \
+             of running; the CSV files are the same as with `--no-share-across`, which runs them \
+             all. A scenario's CPU time does not include the trials it took.\n"
+        )?;
+    } else {
+        writeln!(
+            w,
+            "Every scenario computed all its units (`--no-share-across`).\n"
+        )?;
+    }
     writeln!(
         w,
-        "| scenario | paper panel | data | trials per point | wall time | CPU time | figure |"
+        "| scenario | paper panel | data | trials per point | wall time | CPU time | units shared from other scenarios | figure |"
     )?;
-    writeln!(w, "|---|---|---|---|---|---|---|")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|")?;
     for e in entries {
         let paper = e.paper.as_deref().unwrap_or("–");
         match &e.results {
@@ -113,7 +134,7 @@ fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Resu
                 let fig = r.dir.join(format!("{}.png", figures::FIGURE_STEM));
                 writeln!(
                     w,
-                    "| `{}` | {} | {} | {} | {:.1} s | {} | [png]({}) · [svg]({}) |",
+                    "| `{}` | {} | {} | {} | {:.1} s | {} | {} | [png]({}) · [svg]({}) |",
                     e.name,
                     paper,
                     r.data().describe(),
@@ -122,6 +143,8 @@ fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Resu
                     r.wall_time_seconds().unwrap_or(f64::NAN),
                     r.cpu_time_seconds()
                         .map_or_else(|| "–".to_string(), |s| format!("{s:.1} s")),
+                    r.units_from_other_scenarios()
+                        .map_or_else(|| "–".to_string(), |n| n.to_string()),
                     link(&opts.out_dir, &fig),
                     link(&opts.out_dir, &fig.with_extension("svg")),
                 )?;
@@ -129,7 +152,7 @@ fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Resu
             Err(msg) => {
                 writeln!(
                     w,
-                    "| `{}` | {} | – | – | – | – | **failed**: {} |",
+                    "| `{}` | {} | – | – | – | – | – | **failed**: {} |",
                     e.name,
                     paper,
                     msg.replace('|', "\\|").replace('\n', " ")

@@ -93,7 +93,7 @@ pub(super) fn run_shard(
     opts: &ReproduceOptions,
     scale: f64,
     pool: &rayon::ThreadPool,
-    cache: &DataCache,
+    cache: &Caches,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Reproduction> {
@@ -124,7 +124,16 @@ pub(super) fn run_shard(
             log: &|line| log(&format!("{name}: {line}")),
         };
         let done = pool.install(|| {
-            execute::execute(&r.sc, &r.origin, &r.text, &r.run_opts, cache, &bar, &exec)
+            let run_opts = cache.options(r.run_opts.clone());
+            execute::execute(
+                &r.sc,
+                &r.origin,
+                &r.text,
+                &run_opts,
+                &cache.data,
+                &bar,
+                &exec,
+            )
         });
         bar.finish_and_clear();
         match done {

@@ -18,6 +18,7 @@ fn quick_defaults_and_overrides() {
         only: Vec::new(),
         shard: None,
         merge: Vec::new(),
+        share_across: true,
     };
     assert_eq!(o.trials(), Some(QUICK_TRIALS));
     assert_eq!(o.scale(), QUICK_SCALE);

@@ -195,6 +195,12 @@ impl Results {
         self.manifest["details"]["cpu_time_seconds"].as_f64()
     }
 
+    /// Units that took their outcome from another scenario of the same
+    /// `reproduce` instead of running (absent in older manifests).
+    pub fn units_from_other_scenarios(&self) -> Option<u64> {
+        self.manifest["details"]["units_from_other_scenarios"].as_u64()
+    }
+
     /// Real or synthetic data, from the manifest (or the `data` CSV column).
     pub fn data(&self) -> DataLabel {
         let d = &self.manifest["data"];

@@ -1,0 +1,475 @@
+//! Trials computed once and shared: within a run, units with the same
+//! [`TrialKey`] run once ([`share_identical`]); across the scenarios of one
+//! process (`scarsim reproduce`), [`SharedOutcomes`] hands a unit the outcome
+//! another scenario computed from exactly the same inputs.
+//!
+//! The cross-scenario key is deliberately wider than [`TrialKey`]: it names
+//! the inputs themselves, not a canonical form of them. A [`RunKey`] holds
+//! everything the unperturbed run and the model depend on (model spec with
+//! its dataset, partitioning, hyper-parameters and metric settings; the
+//! scenario seed, which also seeds stand-ins, model builds and every trial
+//! stream; the data used, real or stand-in, its scale and provenance; the
+//! data order; the convergence test as resolved and as written; the PS nodes
+//! and block count; the program version). A unit key adds the trial's own
+//! inputs: trial index, unperturbed run and its seed, the point's whole
+//! configuration (failure distribution, loss, checkpoint policy with
+//! selector, budget and event order, recovery policy), the failure
+//! iteration and the lost blocks. Two units of different scenarios are
+//! shared only if all of that is equal; units of one run with equal
+//! [`TrialKey`]s are grouped first, and a group takes a cached outcome when
+//! any of its members' keys is cached.
+//!
+//! Left out on purpose: names, titles, trial counts (a trial's outcome does
+//! not depend on how many others run), the sweep and series (the point's
+//! configuration stands for them), and the engine options: forking from the
+//! unperturbed run and certifying "not converged" are exact (tested to give
+//! bit-identical outcomes), so they cannot change an outcome.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::recovery::{Prepared, baseline_index, run_seed};
+use crate::data::DataOptions;
+use crate::engine::{Convergence, TrialOutcome};
+use crate::model::DataUsed;
+use crate::policy::{CheckpointPolicy, EventOrder, RecoveryPolicy, Selector};
+use crate::scenario::{
+    RecoveryScenario,
+    recovery::{Point, PointConfig},
+};
+
+/// Everything a trial's outcome depends on besides the number of blocks it
+/// lost: two units with equal keys give the same [`TrialOutcome`] up to
+/// `lost_blocks`, so one is run and the other shares its result.
+///
+/// After recovery a trial is deterministic: it steps with the unperturbed
+/// run's data order (`run_seed`, [`IterCtx`](crate::model::IterCtx)) from the
+/// recovered state. That state is x(T) with some blocks replaced from the
+/// running checkpoint, so it is fixed by the unperturbed run, T, the
+/// checkpoint and the restored blocks. Full recovery restores every block,
+/// and so does partial recovery of a failure that lost every block; a full
+/// checkpoint (r = 1) does not depend on the selector; only the `random`
+/// selector of a partial checkpoint draws from the trial's own stream.
+/// Under geometric T with a shared data order, many trials of the full
+/// recovery series fail at the same T and are computed once.
+#[derive(Debug, PartialEq)]
+pub(super) struct TrialKey<'a> {
+    baseline: usize,
+    failure_iteration: usize,
+    checkpoint: CheckpointKey,
+    /// `None`: every block is restored.
+    restored: Option<&'a [usize]>,
+}
+
+/// The running checkpoint at the failure, as far as it matters (see [`TrialKey`]).
+#[derive(Debug, PartialEq)]
+enum CheckpointKey {
+    /// r = 1: x(last checkpoint before T, or at T when it is written
+    /// first), whatever the selector.
+    Full { last: usize },
+    /// r < 1: the policy and event order, and the trial whose stream a
+    /// `random` selector draws from.
+    Partial {
+        policy: CheckpointPolicy,
+        order: EventOrder,
+        random_stream: Option<usize>,
+    },
+}
+
+impl<'a> TrialKey<'a> {
+    pub(super) fn new(
+        baseline: usize,
+        trial: usize,
+        config: &PointConfig,
+        prepared: &'a Prepared,
+        blocks: usize,
+    ) -> TrialKey<'a> {
+        let t = prepared.failure_iteration;
+        let policy = config.checkpoint;
+        let checkpoint = if policy.is_full() {
+            CheckpointKey::Full {
+                last: policy.last_before(config.order.checkpoints_before(t)),
+            }
+        } else {
+            CheckpointKey::Partial {
+                policy,
+                order: config.order,
+                random_stream: (policy.selector == Selector::Random).then_some(trial),
+            }
+        };
+        let restores_all = config.recovery == RecoveryPolicy::Full || prepared.lost.len() == blocks;
+        TrialKey {
+            baseline,
+            failure_iteration: t,
+            checkpoint,
+            restored: (!restores_all).then_some(prepared.lost.as_slice()),
+        }
+    }
+}
+
+/// Groups `todo` by [`TrialKey`]: the first unit of each group is its
+/// representative (run); `followers[r]` are the units that take
+/// representative `r`'s outcome. `followers` has `units` entries.
+pub(super) fn share_identical<'a>(
+    todo: &[usize],
+    units: usize,
+    key: impl Fn(usize) -> TrialKey<'a>,
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); units];
+    let mut representatives = Vec::new();
+    let mut keys: Vec<(TrialKey<'a>, usize)> = Vec::new();
+    for &u in todo {
+        let k = key(u);
+        match keys.iter().find(|(other, _)| *other == k) {
+            Some(&(_, r)) => followers[r].push(u),
+            None => {
+                keys.push((k, u));
+                representatives.push(u);
+            }
+        }
+    }
+    (representatives, followers)
+}
+
+/// Outcomes of recovery trials computed (or resumed from a journal) by the
+/// scenarios of this process, by [`RunKey`] and unit key (see the module
+/// documentation). Scenarios running at the same time may both compute an
+/// outcome neither found; it is the same outcome, so the second insert
+/// changes nothing.
+#[derive(Default)]
+pub struct SharedOutcomes {
+    runs: Mutex<HashMap<String, HashMap<String, TrialOutcome>>>,
+}
+
+impl std::fmt::Debug for SharedOutcomes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedOutcomes({} outcomes)", self.len())
+    }
+}
+
+impl SharedOutcomes {
+    /// An empty cache.
+    pub fn new() -> SharedOutcomes {
+        SharedOutcomes::default()
+    }
+
+    /// Outcomes held.
+    pub fn len(&self) -> usize {
+        self.lock().values().map(HashMap::len).sum()
+    }
+
+    /// Whether no outcome is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, TrialOutcome>>> {
+        // A panic elsewhere while holding the lock leaves the map consistent
+        // (every change is one insert).
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stores `outcomes` (unit key, outcome) of `run`.
+    pub(super) fn insert(
+        &self,
+        run: &RunKey,
+        outcomes: impl IntoIterator<Item = (String, TrialOutcome)>,
+    ) {
+        let mut runs = self.lock();
+        let m = runs.entry(run.0.clone()).or_default();
+        for (k, o) in outcomes {
+            m.insert(k, o);
+        }
+    }
+}
+
+/// One run's view of [`SharedOutcomes`]: its [`RunKey`] and the key of
+/// every unit it is responsible for.
+pub(super) struct RunShare<'a> {
+    cache: &'a SharedOutcomes,
+    run: RunKey,
+    keys: Vec<Option<String>>,
+}
+
+impl<'a> RunShare<'a> {
+    /// `keys[u]`: unit `u`'s key ([`unit_key`]), `None` for units of other shards.
+    pub(super) fn new(cache: &'a SharedOutcomes, run: RunKey, keys: Vec<Option<String>>) -> Self {
+        RunShare { cache, run, keys }
+    }
+
+    /// A stored outcome for one of the units `group` (identical units).
+    pub(super) fn lookup(&self, mut group: impl Iterator<Item = usize>) -> Option<TrialOutcome> {
+        let runs = self.cache.lock();
+        let m = runs.get(&self.run.0)?;
+        group.find_map(|u| m.get(self.keys.get(u)?.as_ref()?).copied())
+    }
+
+    /// Stores the outcomes of units (those without a key are skipped).
+    pub(super) fn store(&self, outcomes: impl IntoIterator<Item = (usize, TrialOutcome)>) {
+        let keyed: Vec<(String, TrialOutcome)> = outcomes
+            .into_iter()
+            .filter_map(|(u, o)| Some((self.keys.get(u)?.clone()?, o)))
+            .collect();
+        if !keyed.is_empty() {
+            self.cache.insert(&self.run, keyed);
+        }
+    }
+}
+
+/// What every trial of one recovery run depends on (see the module
+/// documentation), as a canonical JSON string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RunKey(String);
+
+/// The parts of a [`RunKey`]. Floats are keyed by their bits.
+#[derive(Serialize)]
+struct RunParts<'a> {
+    version: &'static str,
+    model: &'a crate::model::ModelSpec,
+    seed: u64,
+    dataset: crate::data::DatasetName,
+    provenance: &'a crate::data::Provenance,
+    size_ratio: u64,
+    synthetic: bool,
+    synthetic_scale: u64,
+    data_dir: &'a [u8],
+    data_order: crate::scenario::DataOrderMode,
+    criterion_used: u64,
+    max_iterations: usize,
+    criterion_written: u64,
+    max_iterations_written: usize,
+    synthetic_criterion: Option<crate::scenario::recovery::SyntheticCriterion>,
+    ps_nodes: usize,
+    blocks: usize,
+}
+
+impl RunKey {
+    /// The key of running `sc` on `data` (obtained with `data_opts`) with
+    /// the convergence test `convergence` and a model of `blocks` blocks.
+    pub(super) fn new(
+        sc: &RecoveryScenario,
+        data: &DataUsed,
+        data_opts: &DataOptions,
+        convergence: &Convergence,
+        blocks: usize,
+    ) -> Result<RunKey> {
+        let parts = RunParts {
+            version: env!("CARGO_PKG_VERSION"),
+            model: &sc.model,
+            seed: sc.meta.seed,
+            dataset: data.dataset,
+            provenance: &data.provenance,
+            size_ratio: data.size_ratio.to_bits(),
+            synthetic: data_opts.synthetic,
+            synthetic_scale: data_opts.synthetic_scale.to_bits(),
+            data_dir: data_opts.data_dir.as_os_str().as_encoded_bytes(),
+            data_order: sc.data_order,
+            criterion_used: convergence.criterion.to_bits(),
+            max_iterations: convergence.max_iterations,
+            criterion_written: sc.convergence.criterion.to_bits(),
+            max_iterations_written: sc.convergence.max_iterations,
+            synthetic_criterion: sc.synthetic_criterion,
+            ps_nodes: sc.ps_nodes,
+            blocks,
+        };
+        serde_json::to_string(&parts)
+            .map(RunKey)
+            .with_context(|| format!("scenario `{}`: cannot key its trials", sc.meta.name))
+    }
+}
+
+/// The parts of a unit key.
+#[derive(Serialize)]
+struct UnitParts<'a> {
+    trial: usize,
+    baseline: usize,
+    run_seed: u64,
+    config: &'a PointConfig,
+    failure_iteration: usize,
+    lost: &'a [usize],
+}
+
+/// The key of trial `trial` of `sc` at `point` with its draws `prepared`,
+/// within its run's [`RunKey`].
+pub(super) fn unit_key(
+    sc: &RecoveryScenario,
+    point: &Point,
+    trial: usize,
+    prepared: &Prepared,
+) -> Result<String> {
+    let parts = UnitParts {
+        trial,
+        baseline: baseline_index(sc, trial),
+        run_seed: run_seed(sc, trial),
+        config: &point.config,
+        failure_iteration: prepared.failure_iteration,
+        lost: &prepared.lost,
+    };
+    serde_json::to_string(&parts).context("cannot key a trial")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::recovery::{prepare, units};
+    use super::*;
+    use crate::data::Provenance;
+    use crate::model::ModelSpec;
+    use crate::scenario::Scenario;
+
+    fn load(name: &str) -> RecoveryScenario {
+        match crate::scenario::load(name).expect("bundled").0 {
+            Scenario::Recovery(r) => r,
+            _ => panic!("{name} is a recovery scenario"),
+        }
+    }
+
+    fn stand_in() -> DataUsed {
+        DataUsed {
+            dataset: crate::data::DatasetName::Mnist,
+            provenance: Provenance::Synthetic {
+                description: "stand-in".into(),
+                scale: 0.02,
+            },
+            size_ratio: 0.02,
+        }
+    }
+
+    /// Every unit key of `sc` (run key prefixed), with the unperturbed run
+    /// converging at iteration 60 and `blocks` blocks.
+    fn keys(sc: &RecoveryScenario, data: &DataUsed, opts: &DataOptions) -> Vec<String> {
+        let conv = Convergence {
+            criterion: sc.convergence.criterion * data.size_ratio,
+            max_iterations: sc.convergence.max_iterations,
+        };
+        let blocks = 10;
+        let run = RunKey::new(sc, data, opts, &conv, blocks).unwrap();
+        let points = sc.points();
+        units(sc)
+            .into_iter()
+            .map(|(p, t)| {
+                let prep = prepare(60, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t);
+                format!("{}|{}", run.0, unit_key(sc, &points[p], t, &prep).unwrap())
+            })
+            .collect()
+    }
+
+    fn disjoint(a: &[String], b: &[String], what: &str) {
+        assert!(!a.is_empty());
+        for k in a {
+            assert!(!b.contains(k), "{what}: a key is unchanged: {k}");
+        }
+    }
+
+    /// The bundled partial/priority pairs share keys exactly where their
+    /// configurations agree: full recovery and r = 1 partial recovery at
+    /// half the blocks lost.
+    #[test]
+    fn the_bundled_pairs_share_keys() {
+        let opts = DataOptions::default();
+        for model in ["mlr-mnist", "cnn-byshard-mnist", "lda-20news", "mf-jester"] {
+            let partial = load(&format!("scar-partial-{model}"));
+            let priority = load(&format!("scar-priority-{model}"));
+            let a = keys(&partial, &stand_in(), &opts);
+            let b = keys(&priority, &stand_in(), &opts);
+            let common = b.iter().filter(|k| a.contains(k)).count();
+            // traditional (full recovery) and priority at r = 1, per trial.
+            assert_eq!(common, 2 * priority.meta.trials, "{model}");
+        }
+    }
+
+    /// Keys differ when anything an outcome depends on differs.
+    #[test]
+    fn keys_differ_when_an_outcome_relevant_input_differs() {
+        let opts = DataOptions::default();
+        let base = load("scar-partial-mlr-mnist");
+        let data = stand_in();
+        let k0 = keys(&base, &data, &opts);
+        // Stable: the same inputs give the same keys.
+        assert_eq!(k0, keys(&base, &data, &opts));
+        let mut seed = base.clone();
+        seed.meta.seed += 1;
+        disjoint(&keys(&seed, &data, &opts), &k0, "seed");
+        let mut criterion = base.clone();
+        criterion.convergence.criterion *= 1.0 + 1e-12;
+        disjoint(&keys(&criterion, &data, &opts), &k0, "criterion");
+        let mut cap = base.clone();
+        cap.convergence.max_iterations += 1;
+        disjoint(&keys(&cap, &data, &opts), &k0, "max_iterations");
+        let mut lr = base.clone();
+        match &mut lr.model {
+            ModelSpec::Mlr { learning_rate, .. } => *learning_rate *= 2.0,
+            m => panic!("not MLR: {m:?}"),
+        }
+        disjoint(&keys(&lr, &data, &opts), &k0, "learning rate");
+        let mut order = base.clone();
+        order.data_order = match base.data_order {
+            crate::scenario::DataOrderMode::Shared => crate::scenario::DataOrderMode::PerTrial,
+            crate::scenario::DataOrderMode::PerTrial => crate::scenario::DataOrderMode::Shared,
+        };
+        disjoint(&keys(&order, &data, &opts), &k0, "data order");
+        let mut nodes = base.clone();
+        nodes.ps_nodes += 1;
+        disjoint(&keys(&nodes, &data, &opts), &k0, "ps nodes");
+        // Real data, another stand-in scale, another data folder.
+        let real = DataUsed {
+            provenance: Provenance::Real {
+                files: vec!["mnist/train-images-idx3-ubyte".into()],
+            },
+            size_ratio: 1.0,
+            ..stand_in()
+        };
+        disjoint(&keys(&base, &real, &opts), &k0, "real data");
+        let scaled = DataOptions {
+            synthetic: true,
+            synthetic_scale: 0.5,
+            ..opts.clone()
+        };
+        disjoint(&keys(&base, &data, &scaled), &k0, "scale");
+        // The lost blocks' draws: with 1/4 instead of 1/2 lost, the units of
+        // the 1/2 point differ, the others keep their keys.
+        let sweep = base.sweep.as_ref().expect("lost_fraction sweep");
+        let half = sweep.values.iter().position(|&v| v == 0.5).unwrap();
+        let mut lost = base.clone();
+        lost.sweep.as_mut().unwrap().values[half] = 0.25;
+        let k = keys(&lost, &data, &opts);
+        let trials = base.meta.trials;
+        let points = base.points().len();
+        for p in 0..points {
+            for t in 0..trials {
+                let u = p * trials + t;
+                let at_half = p % sweep.values.len() == half;
+                assert_eq!(k[u] != k0[u], at_half, "point {p} trial {t}");
+            }
+        }
+        // Another trial of the same point: other draws, other key.
+        assert_ne!(k0[0], k0[1]);
+        // The same trial and point with other draws: another failure
+        // iteration, or other lost blocks of the same number.
+        let point = &base.points()[0];
+        let drawn = prepare(60, point, base.ps_nodes, 10, base.meta.seed, 0);
+        let key = |p: &Prepared| unit_key(&base, point, 0, p).unwrap();
+        let other_t = Prepared {
+            failure_iteration: drawn.failure_iteration + 1,
+            lost: drawn.lost.clone(),
+        };
+        let mut lost = drawn.lost.clone();
+        let free = (0..10)
+            .find(|b| !lost.contains(b))
+            .expect("a block survives");
+        lost[0] = free;
+        lost.sort_unstable();
+        let other_lost = Prepared {
+            failure_iteration: drawn.failure_iteration,
+            lost,
+        };
+        assert_ne!(key(&drawn), key(&other_t));
+        assert_ne!(key(&drawn), key(&other_lost));
+        assert_eq!(
+            key(&drawn),
+            key(&prepare(60, point, base.ps_nodes, 10, base.meta.seed, 0))
+        );
+    }
+}

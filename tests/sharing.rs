@@ -1,0 +1,124 @@
+//! Outcomes shared across the scenarios of one `reproduce`: the bundled
+//! partial-recovery and priority-checkpoint pairs have units with exactly
+//! the same inputs; the second scenario takes them from the first, and every
+//! CSV file is the same as when each scenario computes all its units.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::{scarsim, stderr, tmpdir};
+
+/// Every CSV file under `dir`, relative to it, sorted.
+fn csv_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else if p.extension().is_some_and(|x| x == "csv") {
+                out.push(p.strip_prefix(base).unwrap().to_path_buf());
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, dir, &mut v);
+    v.sort();
+    v
+}
+
+/// Units scenario `name` took from other scenarios, from its manifest.
+fn shared_units(out: &Path, name: &str) -> u64 {
+    let text = std::fs::read_to_string(out.join(name).join("manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    m["details"]["units_from_other_scenarios"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name}: no units_from_other_scenarios in {m}"))
+}
+
+/// Every bundled recovery scenario (the kind whose trials are shared),
+/// reproduced on the stand-ins with sharing across scenarios (one scenario
+/// at a time, so each partial scenario finishes before its priority
+/// counterpart starts) and without it (two at a time): byte-identical CSV
+/// files for every scenario, and every priority scenario took units from
+/// its partial counterpart.
+#[test]
+fn sharing_across_scenarios_changes_no_byte() {
+    let dir = tmpdir("share-across");
+    let names: Vec<&str> = scarsim::scenario::bundled::names()
+        .filter(|n| {
+            let (sc, _, _) = scarsim::scenario::load(n).unwrap();
+            sc.meta().kind == "recovery"
+        })
+        .collect();
+    assert!(names.len() >= 16, "{names:?}");
+    let mut args = vec![
+        "reproduce",
+        "--quick",
+        "--trials",
+        "2",
+        "--scale",
+        "0.02",
+        "--synthetic",
+        "--threads",
+        "2",
+        "--quiet",
+        "--data-dir",
+        "none",
+    ];
+    for n in &names {
+        args.extend(["--only", n]);
+    }
+    let on = [&args[..], &["--scenarios-at-once", "1", "--out", "on"]].concat();
+    let off = [
+        &args[..],
+        &[
+            "--scenarios-at-once",
+            "2",
+            "--no-share-across",
+            "--out",
+            "off",
+        ],
+    ]
+    .concat();
+    for a in [&on, &off] {
+        let o = scarsim(&dir, a);
+        assert!(o.status.success(), "scarsim {a:?}: {}", stderr(&o));
+    }
+    let (a, b) = (dir.join("on"), dir.join("off"));
+    let files = csv_files(&a);
+    assert!(files.len() >= 3 * names.len(), "{files:?}");
+    assert_eq!(files, csv_files(&b));
+    for f in &files {
+        assert!(
+            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+            "{} differs with and without sharing across scenarios",
+            f.display()
+        );
+    }
+    let mut total = 0;
+    for n in &names {
+        let shared = shared_units(&a, n);
+        assert_eq!(shared_units(&b, n), 0, "{n}: nothing is shared when off");
+        if let Some(model) = n.strip_prefix("scar-priority-")
+            && names.contains(&format!("scar-partial-{model}").as_str())
+        {
+            // At r = 1 (three selectors) and the traditional series, both
+            // trials: the partial scenario's full and partial series at 1/2 lost.
+            assert_eq!(shared, 8, "{n}");
+        }
+        total += shared;
+    }
+    assert!(total > 0);
+    let report = std::fs::read_to_string(a.join("REPORT.md")).unwrap();
+    assert!(
+        report.contains(&format!(
+            "Units shared from other scenarios: {total} recovery trials"
+        )),
+        "{report}"
+    );
+    assert!(report.contains("| units shared from other scenarios |"));
+    let report = std::fs::read_to_string(b.join("REPORT.md")).unwrap();
+    assert!(report.contains("(`--no-share-across`)"), "{report}");
+    assert!(report.contains(" --no-share-across "), "{report}");
+}
