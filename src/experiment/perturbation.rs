@@ -265,10 +265,10 @@ fn first_perturbation(
 ) -> (Option<usize>, SimRng) {
     let mut timing = stream(seed, Purpose::Perturbation, trial as u64, 0);
     let first = match series.schedule {
-        Schedule::Once { iteration } => Some(iteration),
         Schedule::EachIteration { probability } => {
             (0..b).find(|_| timing.random::<f64>() < probability)
         }
+        ref once => once.once_at(b),
     };
     (first, timing)
 }
@@ -308,7 +308,7 @@ impl<M: Model> TrialHook<M> for Trial<'_, '_, M> {
     fn before_step(&mut self, _model: &M, k: usize, state: &mut M::State) {
         let now = k == self.first
             || match self.series.schedule {
-                Schedule::Once { .. } => false,
+                Schedule::Once { .. } | Schedule::AtRunFraction { .. } => false,
                 Schedule::EachIteration { probability } => {
                     self.timing.random::<f64>() < probability
                 }
@@ -494,12 +494,12 @@ impl ModelVisitor for Visitor<'_> {
                     sc.model.kind_name()
                 );
             }
-            if let Schedule::Once { iteration } = s.schedule
+            if let Some(iteration) = s.schedule.once_at(b)
                 && iteration >= b
             {
                 bail!(
-                    "series `{}`: at.iteration = {iteration} is not before the unperturbed run converges \
-                     (iteration {b}); choose an earlier iteration or a tighter criterion",
+                    "series `{}`: the perturbation at iteration {iteration} is not before the unperturbed \
+                     run converges (iteration {b}); choose an earlier iteration or a tighter criterion",
                     s.name
                 );
             }
@@ -523,9 +523,9 @@ impl ModelVisitor for Visitor<'_> {
         // (at the earliest, ℓ) to the unperturbed convergence point.
         let costs: Vec<f64> = units
             .iter()
-            .map(|&(s, _)| match sc.series[s].schedule {
-                Schedule::Once { iteration } => (b - iteration + 1) as f64,
-                Schedule::EachIteration { .. } => (b + 1) as f64,
+            .map(|&(s, _)| match sc.series[s].schedule.once_at(b) {
+                Some(iteration) => (b - iteration + 1) as f64,
+                None => (b + 1) as f64,
             })
             .collect();
         let (mine, todo) = driver.assign(&costs);
@@ -730,8 +730,11 @@ pub fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outcome> {
         let accuracy =
             PredictionAccuracy::of(perturbed.iter().map(|&i| (rows[i].cost, rows[i].predicted)));
         let (at, p) = match series.schedule {
-            Schedule::Once { iteration } => (iteration.to_string(), String::new()),
             Schedule::EachIteration { probability } => (String::new(), fmt_f64(probability)),
+            ref once => (
+                once.once_at(b).map_or(String::new(), |i| i.to_string()),
+                String::new(),
+            ),
         };
         summary.push(vec![
             sc.meta.name.clone(),

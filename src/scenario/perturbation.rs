@@ -74,12 +74,32 @@ pub enum Schedule {
         /// T.
         iteration: usize,
     },
+    /// Once, at T = ⌊f·B⌋ with B the unperturbed run's iteration count
+    /// (`at = { run_fraction = f }`): Figure 4 perturbs at iteration 50 of a
+    /// run that meets ε after ~100, i.e. halfway. Unlike a fixed T it stays
+    /// before B on any data, stand-ins included.
+    AtRunFraction {
+        /// f, in (0, 1).
+        fraction: f64,
+    },
     /// Independently in every iteration with probability ρ, until the
     /// perturbed run converges (Figure 3(c)).
     EachIteration {
         /// ρ.
         probability: f64,
     },
+}
+
+impl Schedule {
+    /// The iteration of the one perturbation of a run whose unperturbed
+    /// counterpart converges at iteration `b`; `None` for ρ per iteration.
+    pub fn once_at(&self, b: usize) -> Option<usize> {
+        match *self {
+            Schedule::Once { iteration } => Some(iteration),
+            Schedule::AtRunFraction { fraction } => Some((fraction * b as f64).floor() as usize),
+            Schedule::EachIteration { .. } => None,
+        }
+    }
 }
 
 /// A distribution for a positive number drawn once per perturbation.
@@ -293,6 +313,7 @@ struct RawSeries {
 #[serde(deny_unknown_fields)]
 struct RawAt {
     iteration: Option<usize>,
+    run_fraction: Option<f64>,
     probability: Option<f64>,
 }
 
@@ -530,12 +551,24 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
                 format!("series `{}` appears twice", rs.name),
             ));
         }
-        let schedule = match (rs.at.iteration, rs.at.probability) {
-            (Some(iteration), None) => Schedule::Once {
+        let schedule = match (rs.at.iteration, rs.at.run_fraction, rs.at.probability) {
+            (Some(iteration), None, None) => Schedule::Once {
                 iteration: limits::iterations(src, &span, "series.at.iteration", iteration)?,
             },
-            (None, Some(p)) if p > 0.0 && p <= 1.0 => Schedule::EachIteration { probability: p },
-            (None, Some(p)) => {
+            (None, Some(f), None) if f > 0.0 && f < 1.0 => Schedule::AtRunFraction { fraction: f },
+            (None, Some(f), None) => {
+                return Err(src.error_at(
+                    span,
+                    "series.at.run_fraction",
+                    format!(
+                        "{f} is outside (0, 1): the perturbation must come before the run converges"
+                    ),
+                ));
+            }
+            (None, None, Some(p)) if p > 0.0 && p <= 1.0 => {
+                Schedule::EachIteration { probability: p }
+            }
+            (None, None, Some(p)) => {
                 return Err(src.error_at(
                     span,
                     "series.at.probability",
@@ -546,7 +579,9 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
                 return Err(src.error_at(
                     span,
                     "series.at",
-                    "give exactly one of `iteration` (one perturbation) or `probability` (ρ per iteration)",
+                    "give exactly one of `iteration` (one perturbation), `run_fraction` (one \
+                     perturbation at that fraction of the unperturbed run) or `probability` (ρ per \
+                     iteration)",
                 ));
             }
         };
@@ -692,6 +727,20 @@ fraction = { distribution = "uniform", min = 0.0, max = 1.0 }
     }
 
     #[test]
+    fn a_run_fraction_places_the_perturbation_within_the_run() {
+        let s = parse_str(&GOOD.replace("at = { iteration = 50 }", "at = { run_fraction = 0.5 }"))
+            .unwrap();
+        assert_eq!(
+            s.series[0].schedule,
+            Schedule::AtRunFraction { fraction: 0.5 }
+        );
+        assert_eq!(s.series[0].schedule.once_at(100), Some(50));
+        assert_eq!(s.series[0].schedule.once_at(21), Some(10));
+        assert_eq!(Schedule::Once { iteration: 7 }.once_at(3), Some(7));
+        assert_eq!(s.series[1].schedule.once_at(100), None);
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let cases = [
             ("min = 1e-3", "min = 0.0", "must be positive"),
@@ -701,6 +750,16 @@ fraction = { distribution = "uniform", min = 0.0, max = 1.0 }
                 "at most 1",
             ),
             ("probability = 0.01", "probability = 1.5", "outside (0, 1]"),
+            (
+                "at = { iteration = 50 }",
+                "at = { run_fraction = 1.0 }",
+                "outside (0, 1): the perturbation must come before",
+            ),
+            (
+                "at = { iteration = 50 }",
+                "at = { iteration = 50, run_fraction = 0.5 }",
+                "exactly one of `iteration`",
+            ),
             (
                 "at = { iteration = 50 }",
                 "at = { iteration = 50, probability = 0.1 }",
