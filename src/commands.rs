@@ -327,10 +327,17 @@ fn plan(sc: &Scenario, opts: &RunOptions, cache: &DataCache, shard: Option<Shard
             p.shared_units
         );
     }
-    println!(
-        "  unperturbed run: {} iterations in {:.1} s",
-        p.baseline_iterations, p.baseline_seconds
-    );
+    if p.baseline_iterations > 0 {
+        println!(
+            "  unperturbed run: {} iterations in {:.1} s",
+            p.baseline_iterations, p.baseline_seconds
+        );
+    } else {
+        println!(
+            "  one-time setup (data; for perturbation runs the unperturbed run and x*): {:.1} s",
+            p.baseline_seconds
+        );
+    }
     println!(
         "  trial iterations (failure to the unperturbed convergence point, before rework): {:.0}",
         p.trial_iterations * share

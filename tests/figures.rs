@@ -234,6 +234,7 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
                             matches!(
                                 s.schedule,
                                 scarsim::scenario::perturbation::Schedule::Once { .. }
+                                    | scarsim::scenario::perturbation::Schedule::AtRunFraction { .. }
                             )
                         }) =>
                     {

@@ -422,7 +422,14 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
     let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never);
     let started = std::time::Instant::now();
     run_raw(&sample, opts, cache, &driver)?;
-    let sample_seconds = started.elapsed().as_secs_f64() * factor;
+    let total = started.elapsed().as_secs_f64();
+    // The one-time setup before the units (data, and for perturbation runs
+    // the unperturbed run and x*) is paid once, not per unit.
+    let setup = driver
+        .assigned_at()
+        .map_or(0.0, |t| t.duration_since(started).as_secs_f64())
+        .min(total);
+    let sample_seconds = (total - setup) * factor;
     // Unit costs are what the kind uses to balance shards (e.g. workers per
     // protocol unit); the costliest one was timed.
     let costs = unit_costs(scenario);
@@ -430,7 +437,7 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
     let max = costs.iter().cloned().fold(f64::MIN_POSITIVE, f64::max);
     Ok(Plan {
         baseline_iterations: 0,
-        baseline_seconds: 0.0,
+        baseline_seconds: setup,
         trial_seconds: sample_seconds * costs.iter().sum::<f64>() / max,
         trial_iterations: costs.iter().sum(),
         shared_units: 0,

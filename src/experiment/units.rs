@@ -376,6 +376,10 @@ pub struct Driver<'a> {
     cancel: &'a AtomicBool,
     finished: Mutex<usize>,
     shared_across: std::sync::atomic::AtomicUsize,
+    /// When [`Driver::assign`] was first called: the end of the run's
+    /// one-time setup (data, unperturbed run, x*), which `--plan` times apart
+    /// from the units.
+    assigned_at: std::sync::OnceLock<std::time::Instant>,
 }
 
 impl<'a> Driver<'a> {
@@ -395,7 +399,13 @@ impl<'a> Driver<'a> {
             cancel,
             finished: Mutex::new(0),
             shared_across: std::sync::atomic::AtomicUsize::new(0),
+            assigned_at: std::sync::OnceLock::new(),
         }
+    }
+
+    /// When the run first asked for its units ([`Driver::assign`]), if it has.
+    pub fn assigned_at(&self) -> Option<std::time::Instant> {
+        self.assigned_at.get().copied()
     }
 
     /// A driver that runs everything and journals nothing (library use, tests).
@@ -406,6 +416,7 @@ impl<'a> Driver<'a> {
     /// Given every unit's expected cost, the units this run is responsible
     /// for (`mine`, sorted) and those of them it still has to run (`todo`).
     pub fn assign(&self, costs: &[f64]) -> (Vec<usize>, Vec<usize>) {
+        self.assigned_at.get_or_init(std::time::Instant::now);
         let mine = match self.shard {
             Some(s) => assign(costs, s),
             None => (0..costs.len()).collect(),
@@ -502,6 +513,18 @@ impl<'a> Driver<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_driver_marks_the_end_of_the_setup_once() {
+        let (bar, cancel) = (ProgressBar::hidden(), AtomicBool::new(false));
+        let driver = Driver::all(&bar, &cancel);
+        assert!(driver.assigned_at().is_none(), "no units asked for yet");
+        let (mine, todo) = driver.assign(&[1.0, 2.0]);
+        assert_eq!((mine, todo), (vec![0, 1], vec![0, 1]));
+        let first = driver.assigned_at().expect("set by assign");
+        driver.assign(&[1.0, 2.0]);
+        assert_eq!(driver.assigned_at(), Some(first), "the first call counts");
+    }
 
     #[test]
     fn shards_partition_and_balance() {

@@ -232,7 +232,7 @@ fn window_input_grad<T: Scalar, V: Vector<T>, const DH: usize>(
         let co = channels.trailing_zeros() as usize;
         channels &= channels - 1;
         let gv = V::splat(gs[co]);
-        let wr: &[T; ROWS] = w[co as usize * ROWS..][..ROWS]
+        let wr: &[T; ROWS] = w[co * ROWS..][..ROWS]
             .try_into()
             .expect("a channel's padded weights");
         for (kh, a) in acc[DH..DH + KERNEL].iter_mut().enumerate() {
