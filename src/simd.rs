@@ -134,8 +134,46 @@ pub fn check_env() -> Result<(), String> {
 /// independent outputs only, keep each sum in one order, and fuse
 /// multiply-adds with `mul_add` (which the portable level computes exactly
 /// as the vector levels do). Argument types must not name lifetimes.
+///
+/// A body written `= body::<REGS>` is generic over `const REGS: usize`, the
+/// vector registers of the level it is compiled for ([`REGS_AVX512`] = 32 at
+/// AVX-512, [`REGS_AVX2`] = 16 at AVX2 and portable), so that it can pick
+/// tile sizes that stay in registers: a tile must not change an output's
+/// chain, only how many outputs are computed side by side.
 #[macro_export]
 macro_rules! kernel {
+    ($(#[$m:meta])* $vis:vis fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:ident::<REGS>;) => {
+        $(#[$m])*
+        #[inline]
+        #[allow(dead_code, clippy::too_many_arguments)]
+        $vis fn $name($($a: $t),*) $(-> $r)? {
+            $at($crate::simd::level(), $($a),*)
+        }
+
+        /// The same kernel at an explicit [`Level`](crate::simd::Level), capped
+        /// at what the CPU supports.
+        #[allow(dead_code, clippy::too_many_arguments)]
+        $vis fn $at(level: $crate::simd::Level, $($a: $t),*) $(-> $r)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx512($($a: $t),*) $(-> $r)? { $body::<{ $crate::simd::REGS_AVX512 }>($($a),*) }
+                #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx2($($a: $t),*) $(-> $r)? { $body::<{ $crate::simd::REGS_AVX2 }>($($a),*) }
+                match level.min($crate::simd::detected()) {
+                    // SAFETY: `detected()` reports only features this CPU has.
+                    $crate::simd::Level::Avx512 => return unsafe { avx512($($a),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Level::Avx2 => return unsafe { avx2($($a),*) },
+                    $crate::simd::Level::Portable => {}
+                }
+            }
+            let _ = level;
+            $body::<{ $crate::simd::REGS_AVX2 }>($($a),*)
+        }
+    };
     ($(#[$m:meta])* $vis:vis fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:path;) => {
         $(#[$m])*
         #[inline]
@@ -170,6 +208,13 @@ macro_rules! kernel {
     };
 }
 pub use kernel;
+
+/// Vector registers at AVX-512 (zmm0–zmm31), for [`kernel!`] bodies that
+/// size their tiles by the register file.
+pub const REGS_AVX512: usize = 32;
+/// Vector registers at AVX2 (ymm0–ymm15), and the budget the portable level
+/// assumes (SSE's xmm0–xmm15).
+pub const REGS_AVX2: usize = 16;
 
 /// Asks the CPU to bring the cache lines of `data` into L1 (a hint: no
 /// effect on results, nothing on targets without a prefetch instruction).

@@ -25,8 +25,14 @@ use super::Csr;
 pub const GROUP: usize = 4;
 /// Rows per chunk (positions within a chunk fit a byte).
 pub const CHUNK: usize = 64;
-/// Output columns are processed in tiles of up to this many (4 AVX-512 registers).
-const TILE: usize = 64;
+/// Output columns are processed in tiles of up to this many: 64 (four
+/// AVX-512 registers per row) with 32 vector registers, 16 (two AVX2
+/// registers) with 16, where a wider tile's four weight (or gradient) rows
+/// would not stay in registers. A tile changes which outputs are computed
+/// side by side, never an output's chain.
+const fn tile(regs: usize) -> usize {
+    if regs >= 32 { 64 } else { 32 }
+}
 
 /// Every row of a [`Csr`] as its feature groups: for row r, the groups with
 /// a non-zero, in increasing order, each with its [`GROUP`] values. Built
@@ -254,24 +260,31 @@ pub fn block_forward_at(
 }
 
 crate::simd::kernel! {
-    fn forward_dispatch, forward_level(b: &BlockCsc, chunk: usize, w: &[f32], width: usize, z: &mut [f32], stride: usize) = forward_body;
+    fn forward_dispatch, forward_level(b: &BlockCsc, chunk: usize, w: &[f32], width: usize, z: &mut [f32], stride: usize) = forward_body::<REGS>;
 }
 
 #[inline(always)]
-fn forward_body(b: &BlockCsc, chunk: usize, w: &[f32], width: usize, z: &mut [f32], stride: usize) {
+fn forward_body<const REGS: usize>(
+    b: &BlockCsc,
+    chunk: usize,
+    w: &[f32],
+    width: usize,
+    z: &mut [f32],
+    stride: usize,
+) {
     let rows = (b.positions - chunk * CHUNK).min(CHUNK);
     for p in 0..rows {
         z[p * stride..p * stride + width].fill(0.0);
     }
     let mut t0 = 0;
     while t0 < width {
-        match (width - t0).min(TILE) {
+        match (width - t0).min(tile(REGS)) {
             64 => forward_tile::<64>(b, chunk, w, width, t0, z, stride),
             48 => forward_tile::<48>(b, chunk, w, width, t0, z, stride),
             32 => forward_tile::<32>(b, chunk, w, width, t0, z, stride),
             _ => forward_tile::<16>(b, chunk, w, width, t0, z, stride),
         }
-        t0 += (width - t0).min(TILE);
+        t0 += (width - t0).min(tile(REGS));
     }
 }
 
@@ -344,7 +357,7 @@ pub fn block_gradient_at(
 }
 
 crate::simd::kernel! {
-    fn gradient_dispatch, gradient_level(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) = gradient_body;
+    fn gradient_dispatch, gradient_level(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) = gradient_body::<REGS>;
 }
 
 /// One chunk's share of [`block_gradient`]: `g[f][..] += Σ_{p in chunk}
@@ -381,11 +394,11 @@ pub fn block_gradient_chunk(
 }
 
 crate::simd::kernel! {
-    fn gradient_chunk_dispatch, gradient_chunk_level(b: &BlockCsc, chunk: usize, d: &[f32], d_row0: usize, stride: usize, width: usize, g: &mut [f32]) = gradient_chunk_body;
+    fn gradient_chunk_dispatch, gradient_chunk_level(b: &BlockCsc, chunk: usize, d: &[f32], d_row0: usize, stride: usize, width: usize, g: &mut [f32]) = gradient_chunk_body::<REGS>;
 }
 
 #[inline(always)]
-fn gradient_chunk_body(
+fn gradient_chunk_body<const REGS: usize>(
     b: &BlockCsc,
     chunk: usize,
     d: &[f32],
@@ -396,7 +409,7 @@ fn gradient_chunk_body(
 ) {
     let mut t0 = 0;
     while t0 < width {
-        let n = (width - t0).min(TILE);
+        let n = (width - t0).min(tile(REGS));
         match n {
             64 => gradient_tile::<64>(b, chunk, d, d_row0, stride, width, t0, g),
             48 => gradient_tile::<48>(b, chunk, d, d_row0, stride, width, t0, g),
@@ -408,10 +421,16 @@ fn gradient_chunk_body(
 }
 
 #[inline(always)]
-fn gradient_body(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) {
+fn gradient_body<const REGS: usize>(
+    b: &BlockCsc,
+    d: &[f32],
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
     let mut t0 = 0;
     while t0 < width {
-        let n = (width - t0).min(TILE);
+        let n = (width - t0).min(tile(REGS));
         for chunk in 0..b.chunks() {
             let row0 = chunk * CHUNK;
             match n {
