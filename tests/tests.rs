@@ -11,6 +11,7 @@ mod figures;
 mod k_rule;
 mod lda;
 mod mf;
+mod module_graph;
 mod protocol_cli;
 mod protocols;
 mod recipes;

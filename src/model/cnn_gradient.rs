@@ -18,57 +18,13 @@
 //! paper analyses SGD. So in a protocol scenario the CNN's `learning_rate`
 //! is the SGD step η, and Adam's `beta1`, `beta2`, `epsilon` and the SCAR
 //! knobs (`partitioning`, `shards`, `metric`, `window`, `eval_examples`) are
-//! rejected with a clear error ([`protocol_table`]).
-
-use std::ops::Range;
+//! rejected with a clear error (`scenario::models`).
 
 use anyhow::{Result, bail};
 
 use super::cnn::{Cnn, CnnMetric, CnnWorkspace};
 use super::gradient::{GradientDraw, GradientInfo, GradientModel};
 use super::{IterCtx, Model};
-use crate::scenario::SourceText;
-
-/// Keys of a SCAR `[model] kind = "cnn"` table that mean nothing under the
-/// protocols' SGD update.
-const SCAR_ONLY_KEYS: [&str; 8] = [
-    "partitioning",
-    "shards",
-    "metric",
-    "window",
-    "eval_examples",
-    "beta1",
-    "beta2",
-    "epsilon",
-];
-
-/// Checks a protocol scenario's `[model] kind = "cnn"` table (located at
-/// `span` in `src`) and returns it completed with the SCAR-only keys the
-/// shared model parser requires (`partitioning = "by-layer"`, `metric =
-/// "subset"`; neither changes the gradients), so that
-/// [`super::ModelSpec::parse`] can read it.
-pub fn protocol_table(
-    src: &SourceText,
-    span: Range<usize>,
-    table: &toml::Table,
-) -> Result<toml::Table> {
-    for key in SCAR_ONLY_KEYS {
-        if table.contains_key(key) {
-            return Err(src.error_at(
-                span,
-                &format!("model.{key}"),
-                "does not apply in protocol scenarios: the PS updates the CNN by SGD with \
-                 `learning_rate` as the step (Dutta et al. eq. 2); allowed keys are kind, \
-                 dataset, batch_size, learning_rate",
-            ));
-        }
-    }
-    let mut t = table.clone();
-    t.insert("partitioning".into(), "by-layer".into());
-    t.insert("metric".into(), "subset".into());
-    t.insert("eval_examples".into(), toml::Value::Integer(1));
-    Ok(t)
-}
 
 /// The CNN with a fixed loss-evaluation subsample.
 pub struct CnnGradient {

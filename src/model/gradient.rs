@@ -9,8 +9,6 @@
 //! To add one: implement [`GradientModel`], add a [`GradientSpec`] case (or a
 //! [`ModelSpec`] arm in [`build_gradient_and_visit`]).
 
-use std::ops::Range;
-
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -21,7 +19,6 @@ use super::mlr::{Mlr, MlrConfig};
 use super::mlr_gradient::MlrGradient;
 use super::quadratic::{NoisyQuadratic, QuadraticConfig};
 use crate::data::{DataCache, DataOptions};
-use crate::scenario::SourceText;
 
 /// Which minibatch (and noise) one gradient computation uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,46 +156,6 @@ impl Serialize for GradientSpec {
 }
 
 impl GradientSpec {
-    /// Reads a `[model]` table (located at `span` in `src`).
-    pub fn parse(
-        src: &SourceText,
-        span: Range<usize>,
-        table: &toml::Table,
-    ) -> Result<GradientSpec> {
-        if table.get("kind").and_then(|k| k.as_str()) == Some("quadratic") {
-            return Ok(GradientSpec::Quadratic(QuadraticConfig::parse(
-                src, span, table,
-            )?));
-        }
-        let cnn_table;
-        let table = if table.get("kind").and_then(|k| k.as_str()) == Some("cnn") {
-            cnn_table = cnn_gradient::protocol_table(src, span.clone(), table)?;
-            &cnn_table
-        } else {
-            table
-        };
-        let spec = ModelSpec::parse(src, span.clone(), table).map_err(|e| {
-            let msg = e.to_string();
-            if msg.contains("unknown model") || msg.contains("model.kind") {
-                anyhow::anyhow!("{msg} (or `quadratic` in protocol scenarios)")
-            } else {
-                e
-            }
-        })?;
-        #[allow(unreachable_patterns)]
-        match spec {
-            ModelSpec::Mlr { .. } | ModelSpec::Cnn { .. } => Ok(GradientSpec::Registry(spec)),
-            other => Err(src.error_at(
-                span,
-                "model.kind",
-                format!(
-                    "model `{}` has no gradient implementation yet; protocol scenarios take `mlr`, `cnn` or `quadratic`",
-                    other.kind_name()
-                ),
-            )),
-        }
-    }
-
     /// The model's short name.
     pub fn kind_name(&self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@
 pub mod bundled;
 pub mod faults;
 pub mod limits;
+mod models;
 pub mod perturbation;
 pub mod precision;
 pub mod protocol;
