@@ -137,7 +137,8 @@ pub fn check_env() -> Result<(), String> {
 ///
 /// A body written `= body::<REGS>` is generic over `const REGS: usize`, the
 /// vector registers of the level it is compiled for ([`REGS_AVX512`] = 32 at
-/// AVX-512, [`REGS_AVX2`] = 16 at AVX2 and portable), so that it can pick
+/// AVX-512 and, so that tests comparing levels compare tilings too, at the
+/// portable level; [`REGS_AVX2`] = 16 at AVX2), so that it can pick
 /// tile sizes that stay in registers: a tile must not change an output's
 /// chain, only how many outputs are computed side by side.
 #[macro_export]
@@ -171,7 +172,9 @@ macro_rules! kernel {
                 }
             }
             let _ = level;
-            $body::<{ $crate::simd::REGS_AVX2 }>($($a),*)
+            // The AVX-512 tiles: comparing the portable level with AVX2 (as
+            // the tests do on any x86-64 machine) then compares both tilings.
+            $body::<{ $crate::simd::REGS_AVX512 }>($($a),*)
         }
     };
     ($(#[$m:meta])* $vis:vis fn $name:ident, $at:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? = $body:path;) => {
@@ -212,8 +215,7 @@ pub use kernel;
 /// Vector registers at AVX-512 (zmm0–zmm31), for [`kernel!`] bodies that
 /// size their tiles by the register file.
 pub const REGS_AVX512: usize = 32;
-/// Vector registers at AVX2 (ymm0–ymm15), and the budget the portable level
-/// assumes (SSE's xmm0–xmm15).
+/// Vector registers at AVX2 (ymm0–ymm15).
 pub const REGS_AVX2: usize = 16;
 
 /// Asks the CPU to bring the cache lines of `data` into L1 (a hint: no

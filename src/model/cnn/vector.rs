@@ -22,6 +22,11 @@ use super::layers::{LANES, Scalar};
 pub trait Vector<S: Scalar>: Copy {
     /// A lane mask.
     type Mask: Copy;
+    /// How many vectors of this type the register file holds (32 at
+    /// AVX-512, 16 / 2 = 8 at AVX2): the kernels size their register tiles by
+    /// it. A tile decides which outputs are computed side by side, never an
+    /// output's chain, so the bits do not depend on it.
+    const REGS: usize;
     /// Every lane `s`.
     fn splat(s: S) -> Self;
     /// The first [`LANES`] values of `s`.
@@ -52,6 +57,9 @@ pub struct Portable<S>([S; LANES]);
 
 impl<S: Scalar> Vector<S> for Portable<S> {
     type Mask = [bool; LANES];
+    // The AVX-512 tiles: comparing the portable level with AVX2 (as the
+    // tests do on any x86-64 machine) then compares both tilings.
+    const REGS: usize = 32;
     #[inline(always)]
     fn splat(s: S) -> Self {
         Portable([s; LANES])
@@ -129,6 +137,7 @@ mod x86 {
     // them; loads and stores go through slices checked to hold LANES values.
     impl Vector<f32> for Avx2 {
         type Mask = [__m256; 2];
+        const REGS: usize = 8;
         #[inline(always)]
         fn splat(s: f32) -> Self {
             unsafe { Avx2([_mm256_set1_ps(s); 2]) }
@@ -205,6 +214,7 @@ mod x86 {
     // it; loads and stores go through slices checked to hold LANES values.
     impl Vector<f32> for Avx512 {
         type Mask = __mmask16;
+        const REGS: usize = 32;
         #[inline(always)]
         fn splat(s: f32) -> Self {
             unsafe { Avx512(_mm512_set1_ps(s)) }

@@ -37,41 +37,66 @@ pub fn conv1_pool<T: Scalar, V: Vector<T>>(
     let xs: &[T; 2 * PLANE] = xs[..2 * PLANE].try_into().expect("a column split");
     let w: &[T; C * TAPS] = w[..C * TAPS].try_into().expect("conv1 weights");
     let b: &[T; C] = b[..C].try_into().expect("conv1 biases");
+    // Channels per register tile: all six (24 accumulators) where 32
+    // vectors fit, one (4) at AVX2; each output's chain is the same.
+    if V::REGS >= 32 {
+        conv1_pool_tiles::<T, V, C>(xs, w, b, p1, arg1);
+    } else {
+        conv1_pool_tiles::<T, V, 1>(xs, w, b, p1, arg1);
+    }
+}
+
+/// [`conv1_pool`] with `G` channels' accumulators at a time.
+#[inline(always)]
+fn conv1_pool_tiles<T: Scalar, V: Vector<T>, const G: usize>(
+    xs: &[T; 2 * PLANE],
+    w: &[T; CONV1_CHANNELS * KERNEL * KERNEL],
+    b: &[T; CONV1_CHANNELS],
+    p1: &mut [T],
+    arg1: &mut [Codes],
+) {
+    const C: usize = CONV1_CHANNELS;
+    const TAPS: usize = KERNEL * KERNEL;
     for ph in 0..P1_SIDE {
-        // acc[c][dr][parity]: conv rows 2ph + dr, even (0) or odd (1) columns.
-        let mut acc = [[[V::splat(T::zero()); 2]; 2]; C];
-        for (c, a) in acc.iter_mut().enumerate() {
-            *a = [[V::splat(b[c]); 2]; 2];
-        }
-        for kh in 0..KERNEL {
-            for dr in 0..2 {
-                // The input row's even and odd columns from offsets 0, 1, 2
-                // (each loaded once, shared by the five taps of the row).
-                let row = 2 * ph + dr + kh;
-                let even: [V; 3] = std::array::from_fn(|j| V::load(&xs[row * SPLIT + j..]));
-                let odd: [V; 3] = std::array::from_fn(|j| V::load(&xs[PLANE + row * SPLIT + j..]));
-                for kw in 0..KERNEL {
-                    // Output column 2j (+1) reads input column 2j + kw (+1).
-                    let (ve, vo) = if kw % 2 == 0 {
-                        (even[kw / 2], odd[kw / 2])
-                    } else {
-                        (odd[kw / 2], even[kw.div_ceil(2)])
-                    };
-                    for (c, a) in acc.iter_mut().enumerate() {
-                        let wv = V::splat(w[c * TAPS + kh * KERNEL + kw]);
-                        a[dr][0] = wv.mul_add(ve, a[dr][0]);
-                        a[dr][1] = wv.mul_add(vo, a[dr][1]);
+        for c0 in (0..C).step_by(G) {
+            // acc[c][dr][parity]: conv rows 2ph + dr, even (0) or odd (1)
+            // columns, of channel c0 + c.
+            let mut acc = [[[V::splat(T::zero()); 2]; 2]; G];
+            for (c, a) in acc.iter_mut().enumerate() {
+                *a = [[V::splat(b[c0 + c]); 2]; 2];
+            }
+            for kh in 0..KERNEL {
+                for dr in 0..2 {
+                    // The input row's even and odd columns from offsets 0, 1,
+                    // 2 (each loaded once, shared by the five taps of the row).
+                    let row = 2 * ph + dr + kh;
+                    let even: [V; 3] = std::array::from_fn(|j| V::load(&xs[row * SPLIT + j..]));
+                    let odd: [V; 3] =
+                        std::array::from_fn(|j| V::load(&xs[PLANE + row * SPLIT + j..]));
+                    for kw in 0..KERNEL {
+                        // Output column 2j (+1) reads input column 2j + kw (+1).
+                        let (ve, vo) = if kw % 2 == 0 {
+                            (even[kw / 2], odd[kw / 2])
+                        } else {
+                            (odd[kw / 2], even[kw.div_ceil(2)])
+                        };
+                        for (c, a) in acc.iter_mut().enumerate() {
+                            let wv = V::splat(w[(c0 + c) * TAPS + kh * KERNEL + kw]);
+                            a[dr][0] = wv.mul_add(ve, a[dr][0]);
+                            a[dr][1] = wv.mul_add(vo, a[dr][1]);
+                        }
                     }
                 }
             }
-        }
-        for (c, a) in acc.iter().enumerate() {
-            let (m, codes) = max4([a[0][0], a[0][1], a[1][0], a[1][1]]);
-            let m = relu(m).to_array();
-            for pw in 0..P1_SIDE {
-                p1[(ph * P1_SIDE + pw) * C + c] = m[pw];
+            for (c, a) in acc.iter().enumerate() {
+                let c = c0 + c;
+                let (m, codes) = max4([a[0][0], a[0][1], a[1][0], a[1][1]]);
+                let m = relu(m).to_array();
+                for pw in 0..P1_SIDE {
+                    p1[(ph * P1_SIDE + pw) * C + c] = m[pw];
+                }
+                arg1[ph * C + c] = codes;
             }
-            arg1[ph * C + c] = codes;
         }
     }
 }
@@ -142,22 +167,17 @@ pub fn conv1_backward<T: Scalar, V: Vector<T>>(
         row_pairs::<T, V>(&x[img * SIDE * SIDE..], z);
         let p1i: &[T; P1_LEN] = p1[img * P1_LEN..][..P1_LEN].try_into().expect("p1 image");
         let dp1i: &[T; P1_LEN] = dp1[img * P1_LEN..][..P1_LEN].try_into().expect("dp1 image");
-        for ph in 0..P1_SIDE {
-            let codes: &[Codes; C] = arg1[(img * P1_SIDE + ph) * C..][..C]
-                .try_into()
-                .expect("window codes");
-            for pw in 0..P1_SIDE {
-                let j0 = (ph * P1_SIDE + pw) * C;
-                for c in 0..C {
-                    let g = through_relu(p1i[j0 + c], dp1i[j0 + c]);
-                    let (dh, dw_) = code_at(codes[c], pw);
-                    let at = ((2 * ph + dh) * PAIR_COLS + 2 * pw + dw_) * LANES;
-                    let gv = V::splat(g);
-                    for (k, a) in acc[c].iter_mut().enumerate() {
-                        *a = gv.mul_add(V::load(&z[at + 2 * k * PAIR_COLS * LANES..]), *a);
-                    }
-                    bias[c] = bias[c] + g;
-                }
+        let codes: &[Codes; P1_SIDE * C] = arg1[img * P1_SIDE * C..][..P1_SIDE * C]
+            .try_into()
+            .expect("window codes");
+        // Channels per register tile: all six (18 accumulators) where 32
+        // vectors fit, two (6) at AVX2; each channel's chain runs over the
+        // image's windows in the same order either way.
+        if V::REGS >= 32 {
+            conv1_backward_image::<T, V, C>(z, p1i, dp1i, codes, 0, &mut acc, &mut bias);
+        } else {
+            for c0 in (0..C).step_by(2) {
+                conv1_backward_image::<T, V, 2>(z, p1i, dp1i, codes, c0, &mut acc, &mut bias);
             }
         }
     }
@@ -173,4 +193,39 @@ pub fn conv1_backward<T: Scalar, V: Vector<T>>(
             }
         }
     }
+}
+
+/// One image's windows of [`conv1_backward`] for channels `c0..c0 + G`,
+/// continuing their accumulators `acc` and bias sums.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn conv1_backward_image<T: Scalar, V: Vector<T>, const G: usize>(
+    z: &[T; PAIRS_LEN],
+    p1i: &[T; P1_LEN],
+    dp1i: &[T; P1_LEN],
+    codes: &[Codes; P1_SIDE * CONV1_CHANNELS],
+    c0: usize,
+    acc: &mut [[V; KERNEL.div_ceil(2)]; CONV1_CHANNELS],
+    bias: &mut [T; CONV1_CHANNELS],
+) {
+    const C: usize = CONV1_CHANNELS;
+    let mut t: [[V; KERNEL.div_ceil(2)]; G] = std::array::from_fn(|c| acc[c0 + c]);
+    let mut tb: [T; G] = std::array::from_fn(|c| bias[c0 + c]);
+    for ph in 0..P1_SIDE {
+        for pw in 0..P1_SIDE {
+            let j0 = (ph * P1_SIDE + pw) * C + c0;
+            for (c, (a, bc)) in t.iter_mut().zip(tb.iter_mut()).enumerate() {
+                let g = through_relu(p1i[j0 + c], dp1i[j0 + c]);
+                let (dh, dw_) = code_at(codes[ph * C + c0 + c], pw);
+                let at = ((2 * ph + dh) * PAIR_COLS + 2 * pw + dw_) * LANES;
+                let gv = V::splat(g);
+                for (k, ak) in a.iter_mut().enumerate() {
+                    *ak = gv.mul_add(V::load(&z[at + 2 * k * PAIR_COLS * LANES..]), *ak);
+                }
+                *bc = *bc + g;
+            }
+        }
+    }
+    acc[c0..c0 + G].copy_from_slice(&t);
+    bias[c0..c0 + G].copy_from_slice(&tb);
 }

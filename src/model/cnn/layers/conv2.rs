@@ -29,20 +29,18 @@ pub fn conv2_pool<T: Scalar, V: Vector<T>>(
     arg2: &mut [Codes],
 ) {
     const _: () = assert!(CONV2_CHANNELS == LANES);
-    const C: usize = CONV1_CHANNELS;
     let bias = V::load(b);
     for ph in 0..P2_SIDE {
         let mut acc = [[bias; CONV2_OUT]; 2];
-        for kh in 0..KERNEL {
-            for kw in 0..KERNEL {
-                for ci in 0..C {
-                    let wv = V::load(&wt[((kh * KERNEL + kw) * C + ci) * LANES..]);
-                    for (dr, a) in acc.iter_mut().enumerate() {
-                        let row = &p1[(2 * ph + dr + kh) * P1_SIDE * C + kw * C + ci..];
-                        for (ow, o) in a.iter_mut().enumerate() {
-                            *o = V::splat(row[ow * C]).mul_add(wv, *o);
-                        }
-                    }
+        // Register tiles: both conv rows × all eight columns (16
+        // accumulators) where 32 vectors fit, one row × four columns at
+        // AVX2; each output's chain is the same.
+        if V::REGS >= 32 {
+            conv2_tile::<T, V, 2, CONV2_OUT>(p1, wt, ph, 0, 0, &mut acc);
+        } else {
+            for dr in 0..2 {
+                for ow in (0..CONV2_OUT).step_by(4) {
+                    conv2_tile::<T, V, 1, 4>(p1, wt, ph, dr, ow, &mut acc);
                 }
             }
         }
@@ -56,6 +54,38 @@ pub fn conv2_pool<T: Scalar, V: Vector<T>>(
             relu(m).store(&mut p2[(ph * P2_SIDE + pw) * LANES..]);
             arg2[ph * P2_SIDE + pw] = codes;
         }
+    }
+}
+
+/// Conv rows `2ph + dr0..+DR`, columns `ow0..+OW` of [`conv2_pool`]'s
+/// accumulators, each continued from `acc` over every (kh, kw, ci) in order.
+#[inline(always)]
+fn conv2_tile<T: Scalar, V: Vector<T>, const DR: usize, const OW: usize>(
+    p1: &[T],
+    wt: &[T],
+    ph: usize,
+    dr0: usize,
+    ow0: usize,
+    acc: &mut [[V; CONV2_OUT]; 2],
+) {
+    const C: usize = CONV1_CHANNELS;
+    let mut t: [[V; OW]; DR] =
+        std::array::from_fn(|d| std::array::from_fn(|o| acc[dr0 + d][ow0 + o]));
+    for kh in 0..KERNEL {
+        for kw in 0..KERNEL {
+            for ci in 0..C {
+                let wv = V::load(&wt[((kh * KERNEL + kw) * C + ci) * LANES..]);
+                for (d, a) in t.iter_mut().enumerate() {
+                    let row = &p1[(2 * ph + dr0 + d + kh) * P1_SIDE * C + (ow0 + kw) * C + ci..];
+                    for (o, v) in a.iter_mut().enumerate() {
+                        *v = V::splat(row[o * C]).mul_add(wv, *v);
+                    }
+                }
+            }
+        }
+    }
+    for (d, a) in t.iter().enumerate() {
+        acc[dr0 + d][ow0..ow0 + OW].copy_from_slice(a);
     }
 }
 

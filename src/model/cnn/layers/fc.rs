@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// The second dimension of the fully connected layers' register tiles: 6 × 4
+/// vectors where 32 fit the register file (AVX-512), 6 × 1 where 8 do
+/// (AVX2: 12 of 16 registers accumulate, as in a 6 × 16 GEMM microkernel),
+/// so that no accumulator spills.
+#[inline(always)]
+fn wide<T: Scalar, V: Vector<T>>() -> usize {
+    if V::REGS >= 32 { 4 } else { 1 }
+}
+
 /// One tile of [`fc_forward_t`]: outputs `o0..o0 + OT`, image vectors
 /// `v0..v0 + RV`.
 #[allow(clippy::too_many_arguments)]
@@ -61,7 +70,7 @@ pub fn fc_forward_t<T: Scalar, V: Vector<T>>(
     let out = b.len();
     let mut v0 = 0;
     while v0 < vectors {
-        let rv = (vectors - v0).min(4);
+        let rv = (vectors - v0).min(wide::<T, V>());
         let mut o0 = 0;
         while o0 < out {
             let ot = if out - o0 >= 6 { 6 } else { 1 };
@@ -229,7 +238,7 @@ pub fn fc_weight_grad<T: Scalar, V: Vector<T>>(
         let ot = if out - o0 >= 6 { 6 } else { 1 };
         let mut v = 0;
         while v < vecs {
-            let iv = (vecs - v).min(4);
+            let iv = (vecs - v).min(wide::<T, V>());
             let i0 = v * LANES;
             macro_rules! tile {
                 ($ot:literal, $iv:literal) => {
@@ -329,7 +338,7 @@ pub fn fc_input_grad<T: Scalar, V: Vector<T>>(
         let rt = if n - r0 >= 6 { 6 } else { 1 };
         let mut v = 0;
         while v < vecs {
-            let iv = (vecs - v).min(4);
+            let iv = (vecs - v).min(wide::<T, V>());
             let i0 = v * LANES;
             macro_rules! tile {
                 ($rt:literal, $iv:literal) => {
