@@ -65,6 +65,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::protocol::{RawDelay, parse_delay};
+use super::series::{self, NameRule};
 use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::Delay;
 use crate::faults::failures::{FailureProcess, read_trace_rows};
@@ -777,12 +778,7 @@ fn wallclock(src: &SourceText, raw: &Raw, w: &Spanned<RawWallclock>) -> Result<W
             .name
             .clone()
             .unwrap_or_else(|| strategy.name().to_string());
-        if name.trim().is_empty() || name.contains(',') || name.contains('"') {
-            return Err(at(
-                "series.name",
-                format!("{name:?} is not a usable series name"),
-            ));
-        }
+        series::check_name(src, s.clone(), &name, NameRule::Unstated)?;
         if series.iter().any(|x: &WallclockSeries| x.name == name) {
             return Err(at(
                 "series.name",
@@ -1053,12 +1049,7 @@ fn iterations(src: &SourceText, raw: &Raw, i: &Spanned<RawIterations>) -> Result
             .name
             .clone()
             .unwrap_or_else(|| format!("{} r={fraction}", recovery.name()));
-        if name.trim().is_empty() || name.contains(',') || name.contains('"') {
-            return Err(at(
-                "series.name",
-                format!("{name:?} is not a usable series name"),
-            ));
-        }
+        series::check_name(src, s.clone(), &name, NameRule::Unstated)?;
         if series.iter().any(|x: &IterationsSeries| x.name == name) {
             return Err(at(
                 "series.name",

@@ -52,6 +52,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::series::{self, NameRule};
 use super::{Meta, SourceText, check_name, limits};
 use crate::engine::Convergence;
 
@@ -517,38 +518,16 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         Some(t) => Some(parse_sweep(src, t.span(), t.get_ref())?),
     };
 
-    if raw.series.get_ref().is_empty() {
-        return Err(src.error_at(
-            raw.series.span(),
-            "series",
-            "at least one [[series]] is needed",
-        ));
-    }
-    limits::list_len(
-        src,
-        &raw.series.span(),
-        "series",
-        raw.series.get_ref().len(),
-    )?;
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
     let mut series = Vec::new();
     for rs in raw.series.get_ref() {
-        if rs.name.trim().is_empty() || rs.name.contains(',') || rs.name.contains('"') {
-            return Err(src.error_at(
-                raw.series.span(),
-                "series.name",
-                format!(
-                    "{:?} is not a usable series name (non-empty, no commas or quotes)",
-                    rs.name
-                ),
-            ));
-        }
-        if series.iter().any(|s: &SeriesSpec| s.name == rs.name) {
-            return Err(src.error_at(
-                raw.series.span(),
-                "series.name",
-                format!("series `{}` appears twice", rs.name),
-            ));
-        }
+        series::check_name(src, raw.series.span(), &rs.name, NameRule::Stated)?;
+        series::check_new(
+            src,
+            raw.series.span(),
+            &rs.name,
+            series.iter().map(|s: &SeriesSpec| s.name.as_str()),
+        )?;
         let mut cfg = base;
         if let Some(r) = rs.recovery {
             cfg.recovery = r;
