@@ -4,7 +4,7 @@
 //! times, block placement and minibatch order at every point (common random
 //! numbers), so strategies are compared on the same randomness.
 //!
-//! - `[wallclock]`: one [`run_ps`] per unit; curves of loss and accuracy on a
+//! - `[wallclock]`: one [`run_ps`](crate::faults::run_ps) per unit; curves of loss and accuracy on a
 //!   common time grid with 95% CIs across trials (`curves.csv`), failures and
 //!   recoveries (`incidents.csv`), the time split and the currency cost.
 //! - `[iterations]`: the unperturbed run (context) sets the criterion and B;

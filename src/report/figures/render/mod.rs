@@ -1,4 +1,4 @@
-//! Drawing [`Chart`]s and [`Grid`]s to SVG text and PNG bytes with plotters.
+//! Drawing [`Chart`](super::chart::Chart)s and [`Grid`]s to SVG text and PNG bytes with plotters.
 //!
 //! No system fonts or libraries: text is laid out and rasterised by
 //! `ab_glyph` with DejaVu Sans compiled into the binary (the `dejavu` crate),
