@@ -15,6 +15,7 @@ pub mod perturbation;
 pub mod precision;
 pub mod protocol;
 pub mod recovery;
+mod series;
 mod source;
 
 use std::path::{Path, PathBuf};

@@ -36,6 +36,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::series::{self, NameRule};
 use super::{Meta, SourceText, check_name, limits};
 use crate::model::ModelSpec;
 
@@ -517,40 +518,18 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
     let model = ModelSpec::parse(src, raw.model.span(), raw.model.get_ref())?;
     let (criterion, max_iterations) = parse_convergence(src, &raw.convergence)?;
     let theory = parse_theory(src, &raw.theory, &model)?;
-    if raw.series.get_ref().is_empty() {
-        return Err(src.error_at(
-            raw.series.span(),
-            "series",
-            "at least one [[series]] is needed",
-        ));
-    }
-    limits::list_len(
-        src,
-        &raw.series.span(),
-        "series",
-        raw.series.get_ref().len(),
-    )?;
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
     let mut series: Vec<PerturbationSeries> = Vec::new();
     for rs in raw.series.get_ref() {
         let span = rs.span();
         let rs = rs.get_ref();
-        if rs.name.trim().is_empty() || rs.name.contains(',') || rs.name.contains('"') {
-            return Err(src.error_at(
-                span,
-                "series.name",
-                format!(
-                    "{:?} is not a usable series name (non-empty, no commas or quotes)",
-                    rs.name
-                ),
-            ));
-        }
-        if series.iter().any(|s| s.name == rs.name) {
-            return Err(src.error_at(
-                span,
-                "series.name",
-                format!("series `{}` appears twice", rs.name),
-            ));
-        }
+        series::check_name(src, span.clone(), &rs.name, NameRule::Stated)?;
+        series::check_new(
+            src,
+            span.clone(),
+            &rs.name,
+            series.iter().map(|s| s.name.as_str()),
+        )?;
         let schedule = match (rs.at.iteration, rs.at.run_fraction, rs.at.probability) {
             (Some(iteration), None, None) => Schedule::Once {
                 iteration: limits::iterations(src, &span, "series.at.iteration", iteration)?,

@@ -50,6 +50,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::series::{self, NameRule};
 use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::training::StalenessAware;
 use crate::cluster::{Delay, KSchedule, PlateauRule, Protocol};
@@ -497,19 +498,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         Measure::Runtime(_) => None,
     };
 
-    if raw.series.get_ref().is_empty() {
-        return Err(src.error_at(
-            raw.series.span(),
-            "series",
-            "at least one [[series]] is needed",
-        ));
-    }
-    limits::list_len(
-        src,
-        &raw.series.span(),
-        "series",
-        raw.series.get_ref().len(),
-    )?;
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
     let mut series: Vec<ProtocolSeries> = Vec::new();
     for rs in raw.series.get_ref() {
         let span = rs.span();
@@ -601,12 +590,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             (None, KChoice::Rule(_)) => format!("{} plateau rule", r.protocol.name()),
             (None, _) => r.protocol.name().to_string(),
         };
-        if name.trim().is_empty() || name.contains(',') || name.contains('"') {
-            return Err(at(
-                "series.name",
-                format!("{name:?} is not a usable series name (non-empty, no commas or quotes)"),
-            ));
-        }
+        series::check_name(src, span.clone(), &name, NameRule::Stated)?;
         let staleness_aware = match (&r.staleness_aware, eta) {
             (None, _) => None,
             (Some(_), None) => {

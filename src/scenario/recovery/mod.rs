@@ -46,12 +46,11 @@
 //! recovery = "full"
 //! ```
 
-use std::ops::Range;
-
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::series::{self, NameRule};
 use super::{Meta, SourceText, check_name, limits};
 use crate::engine::Convergence;
 
@@ -61,6 +60,13 @@ use crate::model::ModelSpec;
 use crate::policy::{
     CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector, WriteBudget,
 };
+
+mod check;
+mod sweep;
+
+use check::check_point;
+use sweep::parse_sweep;
+pub use sweep::{Sweep, SweepAxis};
 
 /// Whether the trials of a scenario share one minibatch order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,85 +78,6 @@ pub enum DataOrderMode {
     /// A data order per trial index: one unperturbed run per trial, shared
     /// across series and points (common random numbers).
     PerTrial,
-}
-
-/// A parameter a scenario can sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepAxis {
-    /// Fraction of blocks a failure loses.
-    LostFraction,
-    /// Number of PS nodes a failure takes down.
-    LostPsNodes,
-    /// r: fraction of blocks per checkpoint (saved every r·C iterations).
-    CheckpointFraction,
-    /// C: the full-checkpoint interval.
-    CheckpointInterval,
-    /// p: per-iteration failure probability of the geometric failure time.
-    FailureProbability,
-}
-
-impl SweepAxis {
-    /// The axis name (TOML key and `x_name` column).
-    pub fn name(self) -> &'static str {
-        match self {
-            SweepAxis::LostFraction => "lost_fraction",
-            SweepAxis::LostPsNodes => "lost_ps_nodes",
-            SweepAxis::CheckpointFraction => "checkpoint_fraction",
-            SweepAxis::CheckpointInterval => "checkpoint_interval",
-            SweepAxis::FailureProbability => "failure_probability",
-        }
-    }
-
-    const ALL: [SweepAxis; 5] = [
-        SweepAxis::LostFraction,
-        SweepAxis::LostPsNodes,
-        SweepAxis::CheckpointFraction,
-        SweepAxis::CheckpointInterval,
-        SweepAxis::FailureProbability,
-    ];
-
-    /// The value of this axis in `cfg` (NaN if the configuration has no such value).
-    pub fn value_in(self, cfg: &PointConfig) -> f64 {
-        match self {
-            SweepAxis::LostFraction => match cfg.loss {
-                LossSpec::Fraction(f) => f,
-                LossSpec::PsNodes(_) => f64::NAN,
-            },
-            SweepAxis::LostPsNodes => match cfg.loss {
-                LossSpec::PsNodes(k) => k as f64,
-                LossSpec::Fraction(_) => f64::NAN,
-            },
-            SweepAxis::CheckpointFraction => cfg.checkpoint.fraction,
-            SweepAxis::CheckpointInterval => cfg.checkpoint.interval as f64,
-            SweepAxis::FailureProbability => match cfg.failure_time {
-                FailureTime::Geometric { p } => p,
-                FailureTime::Fixed { .. } => f64::NAN,
-            },
-        }
-    }
-
-    /// `cfg` with this axis set to `v`.
-    fn set(self, cfg: &PointConfig, v: f64) -> PointConfig {
-        let mut c = *cfg;
-        match self {
-            SweepAxis::LostFraction => c.loss = LossSpec::Fraction(v),
-            SweepAxis::LostPsNodes => c.loss = LossSpec::PsNodes(v as usize),
-            SweepAxis::CheckpointFraction => c.checkpoint.fraction = v,
-            SweepAxis::CheckpointInterval => c.checkpoint.interval = v as usize,
-            SweepAxis::FailureProbability => c.failure_time = FailureTime::Geometric { p: v },
-        }
-        c
-    }
-}
-
-/// A sweep: one axis and its values.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Sweep {
-    /// The swept parameter.
-    pub axis: SweepAxis,
-    /// Its values, in the order given.
-    pub values: Vec<f64>,
 }
 
 /// The fault-tolerance configuration of one point.
@@ -517,38 +444,16 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         Some(t) => Some(parse_sweep(src, t.span(), t.get_ref())?),
     };
 
-    if raw.series.get_ref().is_empty() {
-        return Err(src.error_at(
-            raw.series.span(),
-            "series",
-            "at least one [[series]] is needed",
-        ));
-    }
-    limits::list_len(
-        src,
-        &raw.series.span(),
-        "series",
-        raw.series.get_ref().len(),
-    )?;
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
     let mut series = Vec::new();
     for rs in raw.series.get_ref() {
-        if rs.name.trim().is_empty() || rs.name.contains(',') || rs.name.contains('"') {
-            return Err(src.error_at(
-                raw.series.span(),
-                "series.name",
-                format!(
-                    "{:?} is not a usable series name (non-empty, no commas or quotes)",
-                    rs.name
-                ),
-            ));
-        }
-        if series.iter().any(|s: &SeriesSpec| s.name == rs.name) {
-            return Err(src.error_at(
-                raw.series.span(),
-                "series.name",
-                format!("series `{}` appears twice", rs.name),
-            ));
-        }
+        series::check_name(src, raw.series.span(), &rs.name, NameRule::Stated)?;
+        series::check_new(
+            src,
+            raw.series.span(),
+            &rs.name,
+            series.iter().map(|s: &SeriesSpec| s.name.as_str()),
+        )?;
         let mut cfg = base;
         if let Some(r) = rs.recovery {
             cfg.recovery = r;
@@ -616,261 +521,5 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
     Ok(scenario)
 }
 
-fn parse_sweep(src: &SourceText, span: Range<usize>, t: &toml::Table) -> Result<Sweep> {
-    if t.len() != 1 {
-        return Err(src.error_at(
-            span,
-            "sweep",
-            format!(
-                "give exactly one axis; expected one of: {}",
-                SweepAxis::ALL.map(|a| a.name()).join(", ")
-            ),
-        ));
-    }
-    let (key, value) = t.iter().next().expect("one entry");
-    let axis = SweepAxis::ALL
-        .into_iter()
-        .find(|a| a.name() == key)
-        .ok_or_else(|| {
-            src.error_at(
-                span.clone(),
-                "sweep",
-                format!(
-                    "unknown axis `{key}`; expected one of: {}",
-                    SweepAxis::ALL.map(|a| a.name()).join(", ")
-                ),
-            )
-        })?;
-    let arr = value.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
-        src.error_at(
-            span.clone(),
-            &format!("sweep.{key}"),
-            "must be a non-empty array of numbers",
-        )
-    })?;
-    limits::list_len(src, &span, &format!("sweep.{key}"), arr.len())?;
-    let mut values = Vec::new();
-    for v in arr {
-        let x = match v {
-            toml::Value::Float(f) => *f,
-            toml::Value::Integer(i) => *i as f64,
-            other => {
-                return Err(src.error_at(
-                    span.clone(),
-                    &format!("sweep.{key}"),
-                    format!("{other} is not a number"),
-                ));
-            }
-        };
-        let integral = matches!(axis, SweepAxis::LostPsNodes | SweepAxis::CheckpointInterval);
-        if integral && (x.fract() != 0.0 || x < 0.0) {
-            return Err(src.error_at(
-                span.clone(),
-                &format!("sweep.{key}"),
-                format!("{x} must be a whole number"),
-            ));
-        }
-        if axis == SweepAxis::CheckpointInterval {
-            limits::iterations(src, &span, &format!("sweep.{key}"), x as usize)?;
-        }
-        values.push(x);
-    }
-    limits::distinct_f64(src, &span, &format!("sweep.{key}"), &values)?;
-    Ok(Sweep { axis, values })
-}
-
-/// Validates one fully-resolved configuration; `raw` (for the base
-/// configuration) lets errors point at the offending line.
-fn check_point(
-    src: &SourceText,
-    c: &PointConfig,
-    ps_nodes: usize,
-    what: &str,
-    raw: Option<&Raw>,
-) -> Result<()> {
-    let at = |span: Option<Range<usize>>, field: &str, msg: String| match span {
-        Some(s) if s.end > 0 => src.error_at(s, field, msg),
-        _ => src.error(field, msg),
-    };
-    let ft_span = raw.map(|r| r.failure.iteration.span());
-    let lost_span = raw.map(|r| r.failure.lost.span());
-    let frac_span = raw.map(|r| r.checkpoint.fraction.span());
-    let int_span = raw.map(|r| r.checkpoint.interval.span());
-    match c.failure_time {
-        FailureTime::Geometric { p } if !(p > 0.0 && p <= 1.0) => {
-            return Err(at(
-                ft_span,
-                "failure.iteration.p",
-                format!("{p} in {what} is outside (0, 1]"),
-            ));
-        }
-        FailureTime::Fixed { iteration: 0 } => {
-            return Err(at(
-                ft_span,
-                "failure.iteration.iteration",
-                format!("must be at least 1 in {what}"),
-            ));
-        }
-        _ => {}
-    }
-    match c.loss {
-        LossSpec::Fraction(f) if !(f > 0.0 && f <= 1.0) => {
-            return Err(at(
-                lost_span,
-                "failure.lost.fraction",
-                format!("{f} in {what} is outside (0, 1]"),
-            ));
-        }
-        LossSpec::PsNodes(k) if k == 0 || k > ps_nodes => {
-            return Err(at(
-                lost_span,
-                "failure.lost.ps_nodes",
-                format!("{k} in {what} must be between 1 and cluster.ps_nodes = {ps_nodes}"),
-            ));
-        }
-        _ => {}
-    }
-    let ck = &c.checkpoint;
-    if ck.interval == 0 {
-        return Err(at(
-            int_span,
-            "checkpoint.interval",
-            format!("C = 0 in {what}: must be at least 1 iteration"),
-        ));
-    }
-    if !(ck.fraction > 0.0 && ck.fraction <= 1.0) {
-        return Err(at(
-            frac_span,
-            "checkpoint.fraction",
-            format!("{} in {what} is outside (0, 1]", ck.fraction),
-        ));
-    }
-    if !ck.period_is_whole() {
-        return Err(at(
-            frac_span,
-            "checkpoint.fraction",
-            format!(
-                "in {what}: the checkpoint period r·C = {}·{} = {} must be a whole number of iterations ≥ 1; \
-                 choose C as a multiple of 1/r",
-                ck.fraction,
-                ck.interval,
-                ck.fraction * ck.interval as f64
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(crate) const GOOD: &str = r#"
-kind = "recovery"
-name = "t"
-title = "test"
-trials = 3
-seed = 1
-recovery = "partial"
-
-[model]
-kind = "mlr"
-dataset = "mnist"
-batch_size = 100
-learning_rate = 1e-5
-
-[convergence]
-criterion = 100.0
-max_iterations = 50
-
-[failure]
-iteration = { distribution = "geometric", p = 0.1 }
-lost = { fraction = 0.5 }
-
-[checkpoint]
-interval = 8
-
-[sweep]
-lost_fraction = [0.25, 0.5]
-
-[[series]]
-name = "full"
-recovery = "full"
-
-[[series]]
-name = "partial"
-
-[[series]]
-name = "ref"
-checkpoint_fraction = 1.0
-reference = true
-"#;
-
-    fn parse_str(t: &str) -> Result<RecoveryScenario> {
-        parse(&SourceText::new(t, "test.toml"))
-    }
-
-    #[test]
-    fn parses_and_expands_points() {
-        let s = parse_str(GOOD).unwrap();
-        assert_eq!(s.meta.trials, 3);
-        assert_eq!(s.ps_nodes, 8);
-        let pts = s.points();
-        assert_eq!(pts.len(), 5);
-        assert_eq!(pts[0].config.recovery, RecoveryPolicy::Full);
-        assert_eq!(pts[1].config.loss, LossSpec::Fraction(0.5));
-        assert_eq!(
-            pts[4].x, 0.5,
-            "reference series sits at its own lost fraction"
-        );
-    }
-
-    #[test]
-    fn errors_name_the_field_and_line() {
-        let e = parse_str(&GOOD.replace("p = 0.1", "p = 1.5"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("failure.iteration.p")
-                && e.contains("outside (0, 1]")
-                && e.contains("test.toml:"),
-            "{e}"
-        );
-        let e = parse_str(&GOOD.replace("interval = 8", "interval = 0"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("C = 0"), "{e}");
-        let e = parse_str(&GOOD.replace("trials = 3", "trials = 0"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("test.toml:5:10") && e.contains("at least 1"),
-            "{e}"
-        );
-        let e = parse_str(&GOOD.replace("[0.25, 0.5]", "[0.25, 1.5]"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("1.5") && e.contains("lost_fraction = 1.5"),
-            "{e}"
-        );
-        let e = parse_str(&GOOD.replace("seed = 1", "seed = 1\ncolour = 2"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("unknown field `colour`") && e.contains("line 7"),
-            "{e}"
-        );
-        let e = parse_str(&GOOD.replace("batch_size", "batchsize"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("unknown field `batchsize`"), "{e}");
-        let e = parse_str(&GOOD.replace(
-            "[checkpoint]\ninterval = 8",
-            "[checkpoint]\ninterval = 4\nfraction = 0.125",
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("whole number"), "{e}");
-    }
-}
+mod tests;

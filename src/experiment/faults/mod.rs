@@ -1,0 +1,381 @@
+//! Runs a `faults` scenario (PS failures in wall-clock time).
+//!
+//! Units are (point, trial). Trial `t` draws the same worker delays, failure
+//! times, block placement and minibatch order at every point (common random
+//! numbers), so strategies are compared on the same randomness.
+//!
+//! - `[wallclock]`: one [`run_ps`](crate::faults::run_ps) per unit; curves of loss and accuracy on a
+//!   common time grid with 95% CIs across trials (`curves.csv`), failures and
+//!   recoveries (`incidents.csv`), the time split and the currency cost.
+//! - `[iterations]`: the unperturbed run (context) sets the criterion and B;
+//!   one failure timeline per unit; `comparison.csv` gives the rework and total
+//!   time each series saves against the first full-recovery series (paired by trial).
+//! - `[interval]`: one unit runs every interval on the same failure times;
+//!   `optimum.csv` puts the simulated best interval next to Young's and Daly's.
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use serde_json::json;
+
+use super::units::Driver;
+use super::{Outcome, RawResult, RunOptions};
+use crate::data::DataCache;
+use crate::faults::PsRun;
+use crate::model::build_and_visit;
+use crate::model::gradient::build_gradient_and_visit;
+use crate::rng::{Purpose, stream_key};
+use crate::scenario::faults::{FaultsMeasure, FaultsScenario};
+
+mod interval;
+mod iterations;
+mod wallclock;
+
+use interval::{IntervalTrial, interval_tables, interval_trial};
+pub use interval::{fmt_duration, interval_tau};
+use iterations::{IterationsContext, IterationsVisitor, iterations_tables};
+use wallclock::{ModelContext, WallclockVisitor, wallclock_tables};
+
+/// Columns of a wall-clock scenario's `summary.csv`.
+pub const WALLCLOCK_SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "strategy",
+    "workers",
+    "failures",
+    "x_name",
+    "x",
+    "metric",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "reached",
+    "final_loss",
+    "final_accuracy",
+    "final_accuracy_ci95_low",
+    "final_accuracy_ci95_high",
+    "accuracy_after_recovery",
+    "accuracy_after_recovery_ci95_low",
+    "accuracy_after_recovery_ci95_high",
+    "recovery_time",
+    "gradients_applied",
+    "gradients_discarded",
+    "gradients_queued",
+    "checkpoints",
+    "checkpoints_skipped",
+    "solve",
+    "dump",
+    "rework",
+    "restart",
+    "nodes",
+    "cost_on_demand",
+    "cost_spot",
+    "worker_busy_node_s",
+    "worker_idle_node_s",
+    "ps_up_node_s",
+    "ps_down_node_s",
+    "cost_hourly_on_demand",
+    "cost_hourly_spot",
+    "persist",
+    "model",
+    "dataset",
+    "data",
+];
+
+/// Columns of `curves.csv`.
+pub const CURVE_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "strategy",
+    "workers",
+    "failures",
+    "time",
+    "trials",
+    "loss_mean",
+    "loss_ci95_low",
+    "loss_ci95_high",
+    "accuracy_mean",
+    "accuracy_ci95_low",
+    "accuracy_ci95_high",
+];
+
+/// Columns of `incidents.csv`.
+pub const INCIDENT_COLUMNS: &[&str] = &[
+    "series",
+    "workers",
+    "trial",
+    "shard",
+    "failed",
+    "recovered",
+    "lost",
+    "restored_blocks",
+    "queued_applied",
+];
+
+/// Columns of an iterations scenario's `summary.csv`.
+pub const ITERATIONS_SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "recovery",
+    "checkpoint_interval",
+    "checkpoint_fraction",
+    "persist",
+    "x_name",
+    "x",
+    "metric",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "iterations",
+    "baseline_iterations",
+    "rework_iterations",
+    "solve",
+    "dump",
+    "rework",
+    "restart",
+    "no_failure_wall_time",
+    "checkpoints",
+    "perturbation_norm",
+    "unpersisted_lost",
+    "converged",
+    "criterion",
+    "model",
+    "dataset",
+    "data",
+];
+
+/// Columns of `comparison.csv`.
+pub const COMPARISON_COLUMNS: &[&str] = &[
+    "series",
+    "reference",
+    "quantity",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+];
+
+/// Columns of an interval scenario's `summary.csv`.
+pub const INTERVAL_SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "mtbf",
+    "x_name",
+    "x",
+    "factor",
+    "metric",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "expected_exact",
+    "daly_closed_form",
+    "failures",
+    "solve",
+    "dump",
+    "rework",
+    "restart",
+];
+
+/// Columns of `optimum.csv`.
+pub const OPTIMUM_COLUMNS: &[&str] = &[
+    "mtbf",
+    "checkpoint_time",
+    "restart_time",
+    "solve_time",
+    "young",
+    "daly_first_order",
+    "daly_higher_order",
+    "formula_minimum",
+    "simulated_best",
+    "simulated_best_wall",
+    "simulated_best_ci95_low",
+    "simulated_best_ci95_high",
+    "wall_at_daly",
+    "wall_at_daly_ci95_low",
+    "wall_at_daly_ci95_high",
+    "paired_excess_at_daly",
+    "paired_excess_ci95_low",
+    "paired_excess_ci95_high",
+    "daly_agrees",
+];
+
+/// Readable unit names, in unit order.
+pub fn unit_names(sc: &FaultsScenario) -> Vec<String> {
+    let trials = sc.meta.trials;
+    let labels: Vec<String> = match &sc.measure {
+        FaultsMeasure::Wallclock(w) => w
+            .points()
+            .iter()
+            .map(|&(s, p, f)| {
+                format!(
+                    "series={},P={p},failures={}",
+                    w.series[s].name,
+                    if f { "on" } else { "off" }
+                )
+            })
+            .collect(),
+        FaultsMeasure::Iterations(i) => i
+            .series
+            .iter()
+            .map(|s| format!("series={}", s.name))
+            .collect(),
+        FaultsMeasure::Interval(i) => i.mtbf.iter().map(|m| format!("mtbf={m}")).collect(),
+    };
+    labels
+        .iter()
+        .flat_map(|l| (0..trials).map(move |t| format!("{l},trial={t}")))
+        .collect()
+}
+
+/// Relative unit costs (for shards): workers × horizon for wall-clock units.
+pub fn unit_costs(sc: &FaultsScenario) -> Vec<f64> {
+    let trials = sc.meta.trials;
+    match &sc.measure {
+        FaultsMeasure::Wallclock(w) => w
+            .points()
+            .iter()
+            .flat_map(|&(_, p, _)| std::iter::repeat_n(p as f64, trials))
+            .collect(),
+        _ => vec![1.0; sc.point_count() * trials],
+    }
+}
+
+fn units(sc: &FaultsScenario) -> Vec<(usize, usize)> {
+    let trials = sc.meta.trials;
+    (0..sc.point_count())
+        .flat_map(|p| (0..trials).map(move |t| (p, t)))
+        .collect()
+}
+
+/// Runs the units `driver` assigns, `unit(point, trial, workspace)`, in parallel.
+fn run_units<W: Send>(
+    sc: &FaultsScenario,
+    driver: &Driver<'_>,
+    context: serde_json::Value,
+    init: impl Fn() -> W + Sync + Send,
+    unit: impl Fn(&mut W, usize, usize) -> Result<serde_json::Value> + Sync + Send,
+) -> Result<RawResult> {
+    let units = units(sc);
+    let (mine, todo) = driver.assign(&unit_costs(sc));
+    let done: Vec<Vec<(usize, serde_json::Value)>> = todo
+        .par_chunks(2)
+        .map_init(
+            &init,
+            |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+                if driver.cancelled() {
+                    return Ok(Vec::new());
+                }
+                let records = chunk
+                    .iter()
+                    .map(|&u| Ok((u, unit(ws, units[u].0, units[u].1)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                driver.finished(&records)?;
+                Ok(records)
+            },
+        )
+        .collect::<Result<_>>()?;
+    let records = driver.collect(done, &mine)?;
+    Ok(RawResult { context, records })
+}
+
+fn decode<T: serde::de::DeserializeOwned>(sc: &FaultsScenario, raw: &RawResult) -> Result<Vec<T>> {
+    let n = units(sc).len();
+    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
+        anyhow::bail!(
+            "{} of {n} units have no result, e.g. {}",
+            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
+            unit_names(sc)[missing]
+        );
+    }
+    (0..n)
+        .map(|u| {
+            serde_json::from_value(raw.records[&u].clone())
+                .with_context(|| format!("malformed record of unit {u}"))
+        })
+        .collect()
+}
+
+/// Runs the units of `sc` that `driver` assigns to this run.
+pub fn run_raw(
+    sc: &FaultsScenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
+    match &sc.measure {
+        FaultsMeasure::Wallclock(w) => build_gradient_and_visit(
+            &w.model,
+            cache,
+            &opts.data,
+            sc.meta.seed,
+            w.loss_subsample,
+            WallclockVisitor { sc, w, driver },
+        )?,
+        FaultsMeasure::Iterations(i) => build_and_visit(
+            &i.model,
+            cache,
+            &opts.data,
+            sc.meta.seed,
+            IterationsVisitor { sc, cfg: i, driver },
+        )?,
+        FaultsMeasure::Interval(i) => run_units(
+            sc,
+            driver,
+            json!({ "measure": "interval" }),
+            || (),
+            |_, p, t| Ok(serde_json::to_value(interval_trial(sc, i, p, t)?)?),
+        ),
+    }
+}
+
+/// Builds the output tables from every unit's record.
+pub fn tables(sc: &FaultsScenario, raw: &RawResult) -> Result<Outcome> {
+    match &sc.measure {
+        FaultsMeasure::Wallclock(w) => {
+            let ctx: ModelContext =
+                serde_json::from_value(raw.context.clone()).context("malformed faults context")?;
+            let runs: Vec<PsRun> = decode(sc, raw)?;
+            let n = w.grid_points();
+            if let Some(u) = runs
+                .iter()
+                .position(|r| r.grid_loss.len() != n || r.grid_accuracy.len() != n)
+            {
+                anyhow::bail!(
+                    "malformed record of unit {u}: its curves have {} points, the grid {n}",
+                    runs[u].grid_loss.len()
+                );
+            }
+            Ok(wallclock_tables(sc, w, &runs, &ctx))
+        }
+        FaultsMeasure::Iterations(i) => {
+            let ctx: IterationsContext =
+                serde_json::from_value(raw.context.clone()).context("malformed faults context")?;
+            Ok(iterations_tables(sc, i, &decode(sc, raw)?, &ctx))
+        }
+        FaultsMeasure::Interval(i) => {
+            let runs: Vec<IntervalTrial> = decode(sc, raw)?;
+            let n = i.factors.len();
+            if let Some(u) = runs
+                .iter()
+                .position(|r| r.splits.len() != n || r.failures.len() != n)
+            {
+                anyhow::bail!(
+                    "malformed record of unit {u}: it has {} time splits for the {n} intervals",
+                    runs[u].splits.len()
+                );
+            }
+            Ok(interval_tables(sc, i, &runs))
+        }
+    }
+}
+
+/// Seed of trial `t`'s minibatches (shared by every point: common random numbers).
+pub fn run_seed(sc: &FaultsScenario, trial: usize) -> u64 {
+    stream_key(sc.meta.seed, Purpose::DataOrder, trial as u64, 0)
+}

@@ -1,0 +1,413 @@
+//! Runs a `perturbation` scenario: SCAR's iteration-cost experiments
+//! (§3 Figure 3, §5.2 Figures 4–5).
+//!
+//! A trial follows SCAR eq. (2), `y(k+1) = f(y(k) + δ_k)`: it forks from the
+//! unperturbed run at the first perturbation iteration ℓ (x(ℓ) is kept by
+//! the baseline), adds δ_ℓ, and trains on — with the same data order — until
+//! `y(k)` meets ε; a ρ-per-iteration schedule keeps drawing perturbations in
+//! every later iteration. Convergence is checked on `y(k)` (the iterate
+//! before its perturbation), as in the theorem. The **iteration cost** is
+//! `K − B`: iterations the perturbed run needs minus the unperturbed run's.
+//!
+//! Randomness: trial t draws its perturbation times from
+//! `rng::stream(seed, Perturbation, t, 0)` and sizes and directions from
+//! `stream(seed, Perturbation, t, 1)`, whatever its series, so the first
+//! perturbation of trial t has the same drawn size in every series (random
+//! and adversarial trials are paired).
+//!
+//! Perturbation norms ‖δ_ℓ‖ are measured as the change of the state in the
+//! model's norm ([`Model::distance`]), after the model stored it (MLR rounds
+//! to f32).
+
+use anyhow::{Result, bail};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::reference::{Reference, ReferenceFacts, reference};
+use super::units::Driver;
+use super::{RawResult, RunOptions};
+use crate::data::{DataCache, DatasetName, Provenance};
+use crate::engine::{Convergence, ForkMode};
+use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
+use crate::rng::{Purpose, SimRng, stream_key};
+use crate::scenario::perturbation::{PerturbationKind, PerturbationScenario};
+use crate::theory::PredictorTrack;
+
+mod tables;
+mod trial;
+
+pub use tables::tables;
+use trial::{Ctx, first_perturbation};
+
+/// Columns of `trials.csv`, one row per trial:
+/// - `series, trial`; `perturbation`: random | adversarial | reset.
+/// - `perturbations`: number of perturbations injected before the run converged.
+/// - `first_perturbation_iteration, last_perturbation_iteration`: ℓ of the
+///   first and last (empty if none).
+/// - `perturbation_norm`: Σ_ℓ ‖δ_ℓ‖ (= ‖δ‖ for a single perturbation).
+/// - `reset_fraction`: fraction of the blocks reset by the first perturbation
+///   (reset only).
+/// - `delta_t`: Δ_T = Σ_ℓ c^{−ℓ}‖δ_ℓ‖ with the c in `rate`.
+/// - `baseline_iterations` (B), `iterations_to_converge` (K, capped at
+///   max_iterations), `iteration_cost` (K − B), `converged`.
+/// - `bound`: Theorem 1, log(1 + Δ_T/‖x(0) − x*‖)/log(1/c).
+/// - `rate` (c), `initial_distance` (‖x(0) − x*‖): the values in `bound`.
+/// - `predicted_cost`: the online predictor's bound, from the unperturbed
+///   iterates up to the first perturbation only (ĉ, r̂0 from step lengths).
+pub const TRIAL_COLUMNS: &[&str] = &[
+    "series",
+    "trial",
+    "perturbation",
+    "perturbations",
+    "first_perturbation_iteration",
+    "last_perturbation_iteration",
+    "perturbation_norm",
+    "reset_fraction",
+    "delta_t",
+    "baseline_iterations",
+    "iterations_to_converge",
+    "iteration_cost",
+    "converged",
+    "bound",
+    "rate",
+    "initial_distance",
+    "predicted_cost",
+];
+
+/// Columns of `summary.csv`, one row per series:
+/// - `scenario, series, perturbation, perturbation_iteration` (one
+///   perturbation) or `perturbation_probability` (ρ per iteration).
+/// - `metric` (`iteration_cost`), `trials, mean, std, ci95_low, ci95_high`:
+///   the iteration cost over trials.
+/// - `unconverged`: trials censored at max_iterations; `perturbed_trials`:
+///   trials with at least one perturbation.
+/// - `bound_violations`: trials whose cost exceeds their bound;
+///   `max_excess`: max over trials of cost − bound (≤ 0 when none does).
+/// - `median_cost_to_bound, max_cost_to_bound`: tightness, cost/bound over
+///   trials with a positive bound (1 = the bound is attained).
+/// - `mean_perturbation_norm, mean_delta_t, mean_bound`.
+/// - `predicted_bounds_fraction`: share of trials with cost ≤ predicted_cost;
+///   `median_cost_to_predicted`: median cost/predicted_cost.
+/// - `rate, rate_method, rate_fitted, rate_max_ratio, rate_analytic,
+///   initial_distance, optimum_iterations, baseline_iterations, criterion`:
+///   the reference quantities (see `experiment::reference`;
+///   `optimum_iterations` is empty when x* is the model's known optimum).
+/// - `model, dataset, data`.
+pub const SUMMARY_COLUMNS: &[&str] = &[
+    "scenario",
+    "series",
+    "perturbation",
+    "perturbation_iteration",
+    "perturbation_probability",
+    "metric",
+    "trials",
+    "mean",
+    "std",
+    "ci95_low",
+    "ci95_high",
+    "unconverged",
+    "perturbed_trials",
+    "bound_violations",
+    "max_excess",
+    "median_cost_to_bound",
+    "max_cost_to_bound",
+    "mean_perturbation_norm",
+    "mean_delta_t",
+    "mean_bound",
+    "predicted_bounds_fraction",
+    "median_cost_to_predicted",
+    "rate",
+    "rate_method",
+    "rate_fitted",
+    "rate_max_ratio",
+    "rate_analytic",
+    "initial_distance",
+    "optimum_iterations",
+    "baseline_iterations",
+    "criterion",
+    "model",
+    "dataset",
+    "data",
+];
+
+/// Columns of `baseline.csv`, one row per iteration k of the unperturbed
+/// run: `iteration, metric, distance_to_optimum` (‖x(k) − x*‖),
+/// `step_norm` (‖x(k+1) − x(k)‖), and the online predictor's estimates after
+/// seeing x(0..=k): `predicted_rate` (ĉ), `predicted_initial_distance` (r̂0).
+pub const BASELINE_COLUMNS: &[&str] = &[
+    "iteration",
+    "metric",
+    "distance_to_optimum",
+    "step_norm",
+    "predicted_rate",
+    "predicted_initial_distance",
+];
+
+/// Seed of the data order shared by the unperturbed run and every trial.
+pub fn run_seed(scenario: &PerturbationScenario) -> u64 {
+    stream_key(scenario.meta.seed, Purpose::DataOrder, 0, 0)
+}
+
+/// The units of a scenario in output order: (series index, trial).
+pub fn units(scenario: &PerturbationScenario) -> Vec<(usize, usize)> {
+    let trials = scenario.meta.trials;
+    (0..scenario.series.len())
+        .flat_map(|s| (0..trials).map(move |t| (s, t)))
+        .collect()
+}
+
+/// A readable name for every unit: `series=<s>,trial=<t>`.
+pub fn unit_names(scenario: &PerturbationScenario) -> Vec<String> {
+    units(scenario)
+        .into_iter()
+        .map(|(s, t)| format!("series={},trial={t}", scenario.series[s].name))
+        .collect()
+}
+
+/// Relative expected cost of every unit before the unperturbed run is
+/// known (all equal; `run_raw` balances shards by the iterations from each
+/// series' first perturbation to convergence instead).
+pub fn unit_costs(scenario: &PerturbationScenario) -> Vec<f64> {
+    vec![1.0; units(scenario).len()]
+}
+
+/// Facts shared by all units of a run: the reference quantities, the
+/// unperturbed run and the online predictor's estimates along it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerturbationContext {
+    /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
+    pub reference: ReferenceFacts,
+    /// Metric of x(k), k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub baseline_metrics: Vec<f64>,
+    /// ‖x(k) − x*‖, k = 0..=B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub distances: Vec<f64>,
+    /// ‖x(k+1) − x(k)‖, k = 0..B.
+    #[serde(with = "crate::report::json_f64::vec")]
+    pub step_norms: Vec<f64>,
+    /// The online predictor fed the unperturbed run.
+    pub predictor: PredictorTrack,
+    /// The dataset.
+    pub dataset: DatasetName,
+    /// Real files or stand-in.
+    pub provenance: Provenance,
+    /// Examples used relative to the real dataset.
+    pub size_ratio: f64,
+}
+
+/// Runs the units of `scenario` that `driver` assigns to this run.
+pub fn run_raw(
+    scenario: &PerturbationScenario,
+    opts: &RunOptions,
+    cache: &DataCache,
+    driver: &Driver<'_>,
+) -> Result<RawResult> {
+    build_and_visit(
+        &scenario.model,
+        cache,
+        &opts.data,
+        scenario.meta.seed,
+        Visitor {
+            scenario,
+            opts,
+            driver,
+        },
+    )?
+}
+
+struct Visitor<'a> {
+    scenario: &'a PerturbationScenario,
+    opts: &'a RunOptions,
+    driver: &'a Driver<'a>,
+}
+
+/// What one trial did (the record of a unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialResult {
+    /// (ℓ, ‖δ_ℓ‖) of every perturbation.
+    pub perturbations: Vec<(usize, f64)>,
+    /// Fraction of blocks reset by the first perturbation (NaN if not a reset).
+    #[serde(with = "crate::report::json_f64")]
+    pub reset_fraction: f64,
+    /// K (capped at max_iterations).
+    pub iterations: usize,
+    /// Whether the run met ε within max_iterations.
+    pub converged: bool,
+}
+
+/// Per-worker buffers (no allocation per iteration).
+impl ModelVisitor for Visitor<'_> {
+    type Output = Result<RawResult>;
+
+    fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
+        let sc = self.scenario;
+        let driver = self.driver;
+        let run_seed = run_seed(sc);
+        let reference = reference(
+            model,
+            &sc.model,
+            sc.criterion,
+            sc.max_iterations,
+            &sc.theory,
+            data.size_ratio,
+            run_seed,
+        )?;
+        let b = reference.baseline_iterations();
+        let flat = model.flat_params();
+        for s in &sc.series {
+            if matches!(
+                s.kind,
+                PerturbationKind::Random | PerturbationKind::Adversarial
+            ) && flat.is_none()
+            {
+                bail!(
+                    "series `{}`: a {} perturbation needs a model with real-valued parameters (qp, mlr); \
+                     `{}` supports only `reset`",
+                    s.name,
+                    s.kind.name(),
+                    sc.model.kind_name()
+                );
+            }
+            if let Some(iteration) = s.schedule.once_at(b)
+                && iteration >= b
+            {
+                bail!(
+                    "series `{}`: the perturbation at iteration {iteration} is not before the unperturbed \
+                     run converges (iteration {b}); choose an earlier iteration or a tighter criterion",
+                    s.name
+                );
+            }
+        }
+        let params = flat.map_or(0, |f| f.param_count());
+        let mut optimum_flat = vec![0.0; params];
+        if let Some(f) = flat {
+            f.read_params(&reference.optimum, &mut optimum_flat);
+        }
+        let ctx = Ctx {
+            model,
+            reference: &reference,
+            flat,
+            optimum_flat,
+            init: model.init(),
+            fork: self.opts.fork_mode,
+        };
+        let seed = sc.meta.seed;
+        let units = units(sc);
+        // Expected cost of a unit: the iterations from its first perturbation
+        // (at the earliest, ℓ) to the unperturbed convergence point.
+        let costs: Vec<f64> = units
+            .iter()
+            .map(|&(s, _)| match sc.series[s].schedule.once_at(b) {
+                Some(iteration) => (b - iteration + 1) as f64,
+                None => (b + 1) as f64,
+            })
+            .collect();
+        let (mine, todo) = driver.assign(&costs);
+        // A unit never perturbed before the run converges is the unperturbed
+        // run; the others join cohorts in order of their first perturbation,
+        // so the members of a cohort step together from nearby iterations.
+        let mut records: Vec<(usize, serde_json::Value)> = Vec::new();
+        let mut starts: Vec<(usize, usize, SimRng)> = Vec::new();
+        for &u in &todo {
+            let (s, t) = units[u];
+            match first_perturbation(&sc.series[s], seed, t, b) {
+                (Some(first), timing) => starts.push((first, u, timing)),
+                (None, _) => records.push((
+                    u,
+                    serde_json::to_value(TrialResult {
+                        perturbations: Vec::new(),
+                        reset_fraction: f64::NAN,
+                        iterations: b,
+                        converged: true,
+                    })?,
+                )),
+            }
+        }
+        driver.finished(&records)?;
+        starts.sort_by_key(|&(first, u, _)| (first, u));
+        // Cohorts of the model's size (a naive one-at-a-time loop with
+        // `--rerun`); a task of one-trial cohorts takes several, so that tiny
+        // trials (QP) are journalled together.
+        let size = match self.opts.fork_mode {
+            ForkMode::Fork => model.cohort_size().max(1),
+            ForkMode::Rerun => 1,
+        };
+        let task = if size == 1 { JOURNAL_CHUNK } else { size };
+        let convergence = Convergence {
+            criterion: reference.criterion,
+            max_iterations: sc.max_iterations,
+        };
+        let certify = self.opts.certify_metric;
+        let stop = || driver.cancelled();
+        let done: Vec<Vec<(usize, serde_json::Value)>> = starts
+            .par_chunks(task)
+            .map_init(
+                || model.workspace(),
+                |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
+                    let mut records = Vec::with_capacity(chunk.len());
+                    for cohort in chunk.chunks(size) {
+                        if driver.cancelled() {
+                            return Ok(Vec::new());
+                        }
+                        let trials = cohort
+                            .iter()
+                            .map(|(first, u, timing)| {
+                                let (s, t) = units[*u];
+                                ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
+                            })
+                            .collect();
+                        let Some(results) =
+                            ctx.run_cohort(trials, &convergence, certify, ws, &stop)
+                        else {
+                            return Ok(Vec::new());
+                        };
+                        for ((_, u, _), r) in cohort.iter().zip(results) {
+                            records.push((*u, serde_json::to_value(r)?));
+                        }
+                    }
+                    driver.finished(&records)?;
+                    Ok(records)
+                },
+            )
+            .collect::<Result<_>>()?;
+        let done: Vec<Vec<(usize, serde_json::Value)>> =
+            std::iter::once(records).chain(done).collect();
+        let records = driver.collect(done, &mine)?;
+        let context = PerturbationContext::new(model, &reference, data);
+        Ok(RawResult {
+            context: serde_json::to_value(context)?,
+            records,
+        })
+    }
+}
+
+/// Units journalled together (QP trials take microseconds each).
+const JOURNAL_CHUNK: usize = 8;
+
+impl PerturbationContext {
+    /// The context of a run with reference quantities `reference` on `data`.
+    pub fn new<M: Model>(
+        model: &M,
+        reference: &Reference<M::State>,
+        data: &DataUsed,
+    ) -> PerturbationContext {
+        let states = &reference.baseline.states;
+        PerturbationContext {
+            reference: reference.facts(),
+            baseline_metrics: reference.baseline.metrics.clone(),
+            distances: reference.distances.clone(),
+            step_norms: states
+                .windows(2)
+                .map(|w| model.distance(&w[0], &w[1]))
+                .collect(),
+            predictor: reference.predictor.clone(),
+            dataset: data.dataset,
+            provenance: data.provenance.clone(),
+            size_ratio: data.size_ratio,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
