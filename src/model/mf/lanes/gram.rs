@@ -8,8 +8,13 @@ use super::simd::Simd;
 /// at (`CHUNK · p` lane vectors) stay in L1 while every tile reads them.
 pub(super) const CHUNK: usize = 16;
 
-/// Gram tiles are `TILE × TILE` blocks of the upper triangle.
-pub(super) const TILE: usize = 4;
+/// Gram tiles are 4 × 4 blocks of the upper triangle where 32
+/// registers hold a tile's 16 sums and its 8 factors (AVX-512), 2 × 2 where
+/// 8 do (AVX2); each sum runs over the ratings in order either way.
+#[inline(always)]
+pub(super) fn tile_len<S: Simd>() -> usize {
+    if S::REGS >= 32 { 4 } else { 2 }
+}
 
 /// Adds the ratings `idx`/`values` to the upper triangle of `g` (Σ x xᵀ)
 /// and to `b` (Σ a x), each entry in rating order. With `fresh` the sums
@@ -33,8 +38,9 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
         *b = [V::splat(0.0); P];
         return;
     }
-    if P <= 5 {
-        // Every accumulator fits in registers: one pass over the ratings.
+    if P <= 5 && S::REGS >= 32 {
+        // Every accumulator fits in registers: one pass over the ratings
+        // (the tiles below sum each entry in the same order).
         let mut acc: [[S::R; P]; P] = std::array::from_fn(|s| {
             std::array::from_fn(|t| {
                 if t >= s && !fresh {
@@ -81,10 +87,10 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
         }
         let mut s0 = 0;
         while s0 < P {
-            let rs = TILE.min(P - s0);
+            let rs = tile_len::<S>().min(P - s0);
             let mut t0 = s0;
             while t0 < P {
-                let cs = TILE.min(P - t0);
+                let cs = tile_len::<S>().min(P - t0);
                 tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, P, s0, t0, g, first);
                 t0 += cs;
             }
@@ -106,8 +112,10 @@ pub(super) fn rhs_blocks<S: Simd>(
     fresh: bool,
 ) {
     let mut s0 = 0;
+    // Eight sums per pass where 32 registers fit, four at AVX2.
+    let width = if S::REGS >= 32 { 8 } else { 4 };
     while s0 < p {
-        let cs = 8.min(p - s0);
+        let cs = width.min(p - s0);
         match cs {
             8 => rhs_block::<S, 8>(idx, values, other, p, s0, rhs, fresh),
             7 => rhs_block::<S, 7>(idx, values, other, p, s0, rhs, fresh),

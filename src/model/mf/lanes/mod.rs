@@ -54,7 +54,7 @@ mod gram;
 pub mod simd;
 
 use cholesky::{NB, cholesky_solve, cholesky_solve_many, cholesky_solve_p};
-use gram::{CHUNK, TILE, accumulate_p, rhs_blocks, tile_dispatch};
+use gram::{CHUNK, accumulate_p, rhs_blocks, tile_dispatch, tile_len};
 #[cfg(target_arch = "x86_64")]
 use simd::x86;
 pub use simd::{Portable, Simd};
@@ -349,10 +349,10 @@ fn half_step_general<S: Simd>(
         for (idx, values) in idx.chunks(CHUNK).zip(values.chunks(CHUNK)) {
             let mut s0 = 0;
             while s0 < p {
-                let rs = TILE.min(p - s0);
+                let rs = tile_len::<S>().min(p - s0);
                 let mut t0 = s0;
                 while t0 < p {
-                    let cs = TILE.min(p - t0);
+                    let cs = tile_len::<S>().min(p - t0);
                     tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, p, s0, t0, gram, false);
                     t0 += cs;
                 }

@@ -9,6 +9,10 @@ use super::{V, W};
 pub trait Simd {
     /// The register type.
     type R: Copy;
+    /// How many `R` the register file holds (32 at AVX-512, 16 / 2 = 8 at
+    /// AVX2): the kernels size their register tiles by it, which decides
+    /// which sums run side by side, never a sum's order.
+    const REGS: usize;
     /// Every lane `x`.
     fn splat(x: f64) -> Self::R;
     /// Loads a lane vector.
@@ -39,6 +43,9 @@ pub struct Portable;
 
 impl Simd for Portable {
     type R = [f64; W];
+    // The AVX-512 tiles: comparing the portable level with AVX2 (as the
+    // tests do on any x86-64 machine) then compares both tilings.
+    const REGS: usize = 32;
     #[inline(always)]
     fn splat(x: f64) -> [f64; W] {
         [x; W]
@@ -97,6 +104,7 @@ pub(super) mod x86 {
 
     impl Simd for Avx512 {
         type R = __m512d;
+        const REGS: usize = 32;
         #[inline(always)]
         fn splat(x: f64) -> __m512d {
             // SAFETY: only reached from AVX-512 code (see the module doc).
@@ -163,6 +171,7 @@ pub(super) mod x86 {
 
     impl Simd for Avx2 {
         type R = [__m256d; 2];
+        const REGS: usize = 8;
         #[inline(always)]
         fn splat(x: f64) -> [__m256d; 2] {
             // SAFETY: only reached from AVX2 code (see the module doc).
