@@ -6,19 +6,20 @@
 //!
 //! Parameters are one flat `f32` vector, so any model (MLR's weight matrix, a
 //! CNN's layer tensors laid end to end, a quadratic's coordinates) fits.
-//! To add one: implement [`GradientModel`], add a [`GradientSpec`] case (or a
-//! [`ModelSpec`] arm in [`build_gradient_and_visit`]).
+//! To add one: implement [`GradientModel`], add a [`GradientSpec`] variant
+//! (and, for a registry model, its arm in [`GradientSpec`]'s `TryFrom<ModelSpec>`)
+//! and an arm in [`build_gradient_and_visit`].
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::ModelSpec;
-use super::cnn::{Cnn, CnnConfig};
+use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
 use super::cnn_gradient::{self, CnnGradient};
 use super::mlr::{Mlr, MlrConfig};
 use super::mlr_gradient::MlrGradient;
 use super::quadratic::{NoisyQuadratic, QuadraticConfig};
-use crate::data::{DataCache, DataOptions};
+use crate::data::{DataCache, DataOptions, DatasetName};
 
 /// Which minibatch (and noise) one gradient computation uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,15 +128,97 @@ pub trait GradientModel: Send + Sync {
 }
 
 /// A gradient model and its hyper-parameters, as a scenario's `[model]` names it.
+///
+/// Only models with a gradient implementation are representable: the MLR and
+/// the CNN carry the same fields as their [`ModelSpec`] variants (so
+/// [`GradientSpec::model_spec`] gives the registry spec back, field for field,
+/// and a manifest writes the same table), and the noisy quadratic, which has
+/// no registry spec, carries its [`QuadraticConfig`]. A [`ModelSpec`] becomes
+/// a `GradientSpec` through [`TryFrom`], which hands back the kinds without
+/// a gradient implementation (QP, LDA, MF).
 #[derive(Clone, Debug, PartialEq)]
 pub enum GradientSpec {
-    /// A model of the shared registry that has a gradient implementation (MLR, CNN).
-    Registry(ModelSpec),
+    /// Multinomial logistic regression ([`MlrGradient`]); the fields of
+    /// [`ModelSpec::Mlr`].
+    Mlr {
+        /// `mnist` or `covtype`.
+        dataset: DatasetName,
+        /// Minibatch size m (not scaled for stand-ins).
+        batch_size: usize,
+        /// Learning rate η of the PS update.
+        learning_rate: f64,
+    },
+    /// The LeNet-5-style CNN ([`CnnGradient`]); the fields of
+    /// [`ModelSpec::Cnn`]. The PS applies SGD with `learning_rate`; the Adam
+    /// constants and `metric` are kept so the spec round-trips to its
+    /// registry form.
+    Cnn {
+        /// `mnist`.
+        dataset: DatasetName,
+        /// By-layer or by-shard blocks.
+        partitioning: Partitioning,
+        /// Minibatch size m (not scaled for stand-ins).
+        batch_size: usize,
+        /// Learning rate η of the PS update.
+        learning_rate: f64,
+        /// Adam β1.
+        beta1: f64,
+        /// Adam β2.
+        beta2: f64,
+        /// Adam ε.
+        epsilon: f64,
+        /// The registry's convergence metric (the gradient model evaluates
+        /// its loss on a subsample instead).
+        metric: CnnMetric,
+    },
     /// The noisy quadratic ([`NoisyQuadratic`]).
     Quadratic(QuadraticConfig),
 }
 
+impl TryFrom<ModelSpec> for GradientSpec {
+    /// The spec itself, when its model has no gradient implementation.
+    type Error = ModelSpec;
+
+    fn try_from(spec: ModelSpec) -> Result<GradientSpec, ModelSpec> {
+        match spec {
+            ModelSpec::Mlr {
+                dataset,
+                batch_size,
+                learning_rate,
+            } => Ok(GradientSpec::Mlr {
+                dataset,
+                batch_size,
+                learning_rate,
+            }),
+            ModelSpec::Cnn {
+                dataset,
+                partitioning,
+                batch_size,
+                learning_rate,
+                beta1,
+                beta2,
+                epsilon,
+                metric,
+            } => Ok(GradientSpec::Cnn {
+                dataset,
+                partitioning,
+                batch_size,
+                learning_rate,
+                beta1,
+                beta2,
+                epsilon,
+                metric,
+            }),
+            other @ (ModelSpec::Qp { .. } | ModelSpec::Lda { .. } | ModelSpec::Mf { .. }) => {
+                Err(other)
+            }
+        }
+    }
+}
+
 impl Serialize for GradientSpec {
+    /// The MLR and the CNN as their [`ModelSpec`] (same table, same `kind`);
+    /// the quadratic as its config with `kind = "quadratic"`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         /// The quadratic's table with its `kind`, as a scenario writes it.
         #[derive(Serialize)]
@@ -145,7 +228,7 @@ impl Serialize for GradientSpec {
             config: &'a QuadraticConfig,
         }
         match self {
-            GradientSpec::Registry(spec) => spec.serialize(s),
+            GradientSpec::Mlr { .. } | GradientSpec::Cnn { .. } => self.model_spec().serialize(s),
             GradientSpec::Quadratic(config) => Tagged {
                 kind: "quadratic",
                 config,
@@ -159,19 +242,63 @@ impl GradientSpec {
     /// The model's short name.
     pub fn kind_name(&self) -> &'static str {
         match self {
-            GradientSpec::Registry(s) => s.kind_name(),
+            GradientSpec::Mlr { .. } => "mlr",
+            GradientSpec::Cnn { .. } => "cnn",
             GradientSpec::Quadratic(_) => "quadratic",
         }
     }
 
     /// The learning rate η of the PS update.
     pub fn learning_rate(&self) -> f64 {
-        #[allow(unreachable_patterns)]
         match self {
-            GradientSpec::Registry(ModelSpec::Mlr { learning_rate, .. })
-            | GradientSpec::Registry(ModelSpec::Cnn { learning_rate, .. }) => *learning_rate,
+            GradientSpec::Mlr { learning_rate, .. } | GradientSpec::Cnn { learning_rate, .. } => {
+                *learning_rate
+            }
             GradientSpec::Quadratic(q) => q.learning_rate,
-            GradientSpec::Registry(_) => f64::NAN,
+        }
+    }
+
+    /// The registry spec of the same model (MLR, CNN); `None` for the
+    /// quadratic, which is not in the registry.
+    pub fn model_spec(&self) -> Option<ModelSpec> {
+        match *self {
+            GradientSpec::Mlr {
+                dataset,
+                batch_size,
+                learning_rate,
+            } => Some(ModelSpec::Mlr {
+                dataset,
+                batch_size,
+                learning_rate,
+            }),
+            GradientSpec::Cnn {
+                dataset,
+                partitioning,
+                batch_size,
+                learning_rate,
+                beta1,
+                beta2,
+                epsilon,
+                metric,
+            } => Some(ModelSpec::Cnn {
+                dataset,
+                partitioning,
+                batch_size,
+                learning_rate,
+                beta1,
+                beta2,
+                epsilon,
+                metric,
+            }),
+            GradientSpec::Quadratic(_) => None,
+        }
+    }
+
+    /// The dataset the model trains on; `None` for the quadratic.
+    pub fn dataset(&self) -> Option<DatasetName> {
+        match self {
+            GradientSpec::Mlr { dataset, .. } | GradientSpec::Cnn { dataset, .. } => Some(*dataset),
+            GradientSpec::Quadratic(_) => None,
         }
     }
 }
@@ -206,7 +333,6 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
     loss_rows: usize,
     visitor: V,
 ) -> Result<V::Output> {
-    #[allow(unreachable_patterns)]
     match spec {
         GradientSpec::Quadratic(cfg) => {
             let model = NoisyQuadratic::new(cfg);
@@ -217,11 +343,11 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             };
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Registry(ModelSpec::Mlr {
+        GradientSpec::Mlr {
             dataset,
             batch_size,
             learning_rate,
-        }) => {
+        } => {
             let d = cache.classification(*dataset, opts, seed)?;
             let data = GradientData {
                 dataset: dataset.to_string(),
@@ -244,7 +370,7 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             let model = MlrGradient::new(mlr, loss_rows, seed);
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Registry(ModelSpec::Cnn {
+        GradientSpec::Cnn {
             dataset,
             partitioning,
             batch_size,
@@ -253,7 +379,7 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             beta2,
             epsilon,
             ..
-        }) => {
+        } => {
             let d = cache.classification(*dataset, opts, seed)?;
             let data = GradientData {
                 dataset: dataset.to_string(),
@@ -282,9 +408,5 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             let model = CnnGradient::new(cnn)?;
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Registry(other) => bail!(
-            "model `{}` has no gradient implementation yet",
-            other.kind_name()
-        ),
     }
 }

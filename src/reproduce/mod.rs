@@ -173,17 +173,15 @@ pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
             .filter(|d| *d != DatasetName::None)
             .collect(),
         Scenario::Protocol(p) => match &p.measure {
-            crate::scenario::protocol::Measure::Training(tc) => match &tc.model {
-                crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],
-                crate::model::gradient::GradientSpec::Quadratic(_) => Vec::new(),
-            },
+            crate::scenario::protocol::Measure::Training(tc) => {
+                tc.model.dataset().into_iter().collect()
+            }
             crate::scenario::protocol::Measure::Runtime(_) => Vec::new(),
         },
         Scenario::Faults(f) => match &f.measure {
-            crate::scenario::faults::FaultsMeasure::Wallclock(w) => match &w.model {
-                crate::model::gradient::GradientSpec::Registry(m) => vec![m.dataset()],
-                crate::model::gradient::GradientSpec::Quadratic(_) => Vec::new(),
-            },
+            crate::scenario::faults::FaultsMeasure::Wallclock(w) => {
+                w.model.dataset().into_iter().collect()
+            }
             crate::scenario::faults::FaultsMeasure::Iterations(i) => vec![i.model.dataset()],
             crate::scenario::faults::FaultsMeasure::Interval(_) => Vec::new(),
         },

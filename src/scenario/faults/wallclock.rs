@@ -10,7 +10,6 @@ use super::{
     positive,
 };
 use crate::faults::{CheckpointCost, Replication, RestoreFrom, Strategy};
-use crate::model::ModelSpec;
 use crate::model::gradient::GradientSpec;
 use crate::scenario::protocol::parse_delay;
 use crate::scenario::series::{self, NameRule};
@@ -31,10 +30,7 @@ pub(super) fn wallclock(
         ));
     };
     let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
-    if !matches!(
-        spec,
-        GradientSpec::Registry(ModelSpec::Mlr { .. } | ModelSpec::Cnn { .. })
-    ) {
+    if !matches!(spec, GradientSpec::Mlr { .. } | GradientSpec::Cnn { .. }) {
         return Err(src.error_at(
             model.span(),
             "model.kind",

@@ -443,7 +443,6 @@ pub(crate) fn parse_theory(
 pub fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
     match model {
         ModelSpec::Qp { .. } => Some(crate::model::qp::OPTIMUM.to_vec()),
-        #[allow(unreachable_patterns)]
         _ => None,
     }
 }
@@ -452,7 +451,6 @@ pub fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
 pub fn analytic_rate(model: &ModelSpec) -> Option<f64> {
     match model {
         ModelSpec::Qp { step_size, .. } => Some(crate::model::qp::contraction_rate(*step_size)),
-        #[allow(unreachable_patterns)]
         _ => None,
     }
 }
