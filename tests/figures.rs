@@ -337,10 +337,18 @@ fn reproduce_quick_runs_every_bundled_scenario_and_reports() {
 #[test]
 fn reproduce_uses_real_data_where_present_and_reports_failures() {
     let dir = tmpdir("fig-reproduce-real");
+    // The eight partial-recovery panels (SCAR Fig. 6, checked below): the
+    // whole set runs in `reproduce_quick_runs_every_bundled_scenario_and_reports`.
+    let partial: Vec<&str> = scarsim::scenario::bundled::names()
+        .filter(|n| n.starts_with("scar-partial-"))
+        .flat_map(|n| ["--only", n])
+        .collect();
+    assert_eq!(partial.len(), 16, "{partial:?}");
+    let quick = [&QUICK[..], &partial[..]].concat();
     // A CoverType file that is present (so it is chosen) but broken.
     std::fs::create_dir_all(dir.join("data/covtype")).unwrap();
     std::fs::write(dir.join("data/covtype/covtype.data"), "not,numbers\n").unwrap();
-    let o = scarsim(&dir, &QUICK);
+    let o = scarsim(&dir, &quick);
     assert!(
         !o.status.success(),
         "a failed scenario makes the command fail"
@@ -379,7 +387,11 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
             "--out",
             "syn",
             "--quiet",
-        ],
+        ]
+        .iter()
+        .chain(&partial)
+        .copied()
+        .collect::<Vec<&str>>(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let report = std::fs::read_to_string(dir.join("syn/REPORT.md")).unwrap();
@@ -391,7 +403,7 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     std::fs::remove_dir_all(dir.join("data/covtype")).unwrap();
     let kept = dir.join("rep/scar-partial-mlr-mnist/manifest.json");
     let before = std::fs::read(&kept).unwrap();
-    let o = scarsim(&dir, &[&QUICK[..], &["--resume"]].concat());
+    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -417,7 +429,7 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     let original = fingerprint(&text);
     let changed = text.replace(&original, "not-this-run");
     std::fs::write(&kept, &changed).unwrap();
-    let o = scarsim(&dir, &[&QUICK[..], &["--resume"]].concat());
+    let o = scarsim(&dir, &[&quick[..], &["--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
