@@ -400,7 +400,7 @@ mod tests {
         disjoint(&keys(&cap, &data, &opts), &k0, "max_iterations");
         let mut lr = base.clone();
         match &mut lr.model {
-            ModelSpec::Mlr { learning_rate, .. } => *learning_rate *= 2.0,
+            ModelSpec::Mlr(m) => m.learning_rate *= 2.0,
             m => panic!("not MLR: {m:?}"),
         }
         disjoint(&keys(&lr, &data, &opts), &k0, "learning rate");

@@ -13,12 +13,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::ModelSpec;
-use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
+use super::cnn::{Cnn, CnnConfig};
 use super::cnn_gradient::{self, CnnGradient};
 use super::mlr::{Mlr, MlrConfig};
 use super::mlr_gradient::MlrGradient;
 use super::quadratic::{NoisyQuadratic, QuadraticConfig};
+use super::{CnnSpec, MlrSpec, ModelSpec};
 use crate::data::{DataCache, DataOptions, DatasetName};
 
 /// Which minibatch (and noise) one gradient computation uses.
@@ -138,39 +138,12 @@ pub trait GradientModel: Send + Sync {
 /// a gradient implementation (QP, LDA, MF).
 #[derive(Clone, Debug, PartialEq)]
 pub enum GradientSpec {
-    /// Multinomial logistic regression ([`MlrGradient`]); the fields of
-    /// [`ModelSpec::Mlr`].
-    Mlr {
-        /// `mnist` or `covtype`.
-        dataset: DatasetName,
-        /// Minibatch size m (not scaled for stand-ins).
-        batch_size: usize,
-        /// Learning rate η of the PS update.
-        learning_rate: f64,
-    },
-    /// The LeNet-5-style CNN ([`CnnGradient`]); the fields of
-    /// [`ModelSpec::Cnn`]. The PS applies SGD with `learning_rate`; the Adam
-    /// constants and `metric` are kept so the spec round-trips to its
-    /// registry form.
-    Cnn {
-        /// `mnist`.
-        dataset: DatasetName,
-        /// By-layer or by-shard blocks.
-        partitioning: Partitioning,
-        /// Minibatch size m (not scaled for stand-ins).
-        batch_size: usize,
-        /// Learning rate η of the PS update.
-        learning_rate: f64,
-        /// Adam β1.
-        beta1: f64,
-        /// Adam β2.
-        beta2: f64,
-        /// Adam ε.
-        epsilon: f64,
-        /// The registry's convergence metric (the gradient model evaluates
-        /// its loss on a subsample instead).
-        metric: CnnMetric,
-    },
+    /// Multinomial logistic regression ([`MlrGradient`]).
+    Mlr(MlrSpec),
+    /// The LeNet-5-style CNN ([`CnnGradient`]). The PS applies SGD with
+    /// `learning_rate`; the Adam constants and `metric` are kept so the spec
+    /// round-trips to its registry form.
+    Cnn(CnnSpec),
     /// The noisy quadratic ([`NoisyQuadratic`]).
     Quadratic(QuadraticConfig),
 }
@@ -181,34 +154,8 @@ impl TryFrom<ModelSpec> for GradientSpec {
 
     fn try_from(spec: ModelSpec) -> Result<GradientSpec, ModelSpec> {
         match spec {
-            ModelSpec::Mlr {
-                dataset,
-                batch_size,
-                learning_rate,
-            } => Ok(GradientSpec::Mlr {
-                dataset,
-                batch_size,
-                learning_rate,
-            }),
-            ModelSpec::Cnn {
-                dataset,
-                partitioning,
-                batch_size,
-                learning_rate,
-                beta1,
-                beta2,
-                epsilon,
-                metric,
-            } => Ok(GradientSpec::Cnn {
-                dataset,
-                partitioning,
-                batch_size,
-                learning_rate,
-                beta1,
-                beta2,
-                epsilon,
-                metric,
-            }),
+            ModelSpec::Mlr(m) => Ok(GradientSpec::Mlr(m)),
+            ModelSpec::Cnn(c) => Ok(GradientSpec::Cnn(c)),
             other @ (ModelSpec::Qp { .. } | ModelSpec::Lda { .. } | ModelSpec::Mf { .. }) => {
                 Err(other)
             }
@@ -228,7 +175,7 @@ impl Serialize for GradientSpec {
             config: &'a QuadraticConfig,
         }
         match self {
-            GradientSpec::Mlr { .. } | GradientSpec::Cnn { .. } => self.model_spec().serialize(s),
+            GradientSpec::Mlr(_) | GradientSpec::Cnn(_) => self.model_spec().serialize(s),
             GradientSpec::Quadratic(config) => Tagged {
                 kind: "quadratic",
                 config,
@@ -242,8 +189,8 @@ impl GradientSpec {
     /// The model's short name.
     pub fn kind_name(&self) -> &'static str {
         match self {
-            GradientSpec::Mlr { .. } => "mlr",
-            GradientSpec::Cnn { .. } => "cnn",
+            GradientSpec::Mlr(_) => "mlr",
+            GradientSpec::Cnn(_) => "cnn",
             GradientSpec::Quadratic(_) => "quadratic",
         }
     }
@@ -251,9 +198,8 @@ impl GradientSpec {
     /// The learning rate η of the PS update.
     pub fn learning_rate(&self) -> f64 {
         match self {
-            GradientSpec::Mlr { learning_rate, .. } | GradientSpec::Cnn { learning_rate, .. } => {
-                *learning_rate
-            }
+            GradientSpec::Mlr(MlrSpec { learning_rate, .. })
+            | GradientSpec::Cnn(CnnSpec { learning_rate, .. }) => *learning_rate,
             GradientSpec::Quadratic(q) => q.learning_rate,
         }
     }
@@ -262,34 +208,8 @@ impl GradientSpec {
     /// quadratic, which is not in the registry.
     pub fn model_spec(&self) -> Option<ModelSpec> {
         match *self {
-            GradientSpec::Mlr {
-                dataset,
-                batch_size,
-                learning_rate,
-            } => Some(ModelSpec::Mlr {
-                dataset,
-                batch_size,
-                learning_rate,
-            }),
-            GradientSpec::Cnn {
-                dataset,
-                partitioning,
-                batch_size,
-                learning_rate,
-                beta1,
-                beta2,
-                epsilon,
-                metric,
-            } => Some(ModelSpec::Cnn {
-                dataset,
-                partitioning,
-                batch_size,
-                learning_rate,
-                beta1,
-                beta2,
-                epsilon,
-                metric,
-            }),
+            GradientSpec::Mlr(m) => Some(ModelSpec::Mlr(m)),
+            GradientSpec::Cnn(c) => Some(ModelSpec::Cnn(c)),
             GradientSpec::Quadratic(_) => None,
         }
     }
@@ -297,7 +217,8 @@ impl GradientSpec {
     /// The dataset the model trains on; `None` for the quadratic.
     pub fn dataset(&self) -> Option<DatasetName> {
         match self {
-            GradientSpec::Mlr { dataset, .. } | GradientSpec::Cnn { dataset, .. } => Some(*dataset),
+            GradientSpec::Mlr(MlrSpec { dataset, .. })
+            | GradientSpec::Cnn(CnnSpec { dataset, .. }) => Some(*dataset),
             GradientSpec::Quadratic(_) => None,
         }
     }
@@ -343,11 +264,11 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             };
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Mlr {
+        GradientSpec::Mlr(MlrSpec {
             dataset,
             batch_size,
             learning_rate,
-        } => {
+        }) => {
             let d = cache.classification(*dataset, opts, seed)?;
             let data = GradientData {
                 dataset: dataset.to_string(),
@@ -370,7 +291,7 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             let model = MlrGradient::new(mlr, loss_rows, seed);
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Cnn {
+        GradientSpec::Cnn(CnnSpec {
             dataset,
             partitioning,
             batch_size,
@@ -379,7 +300,7 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             beta2,
             epsilon,
             ..
-        } => {
+        }) => {
             let d = cache.classification(*dataset, opts, seed)?;
             let data = GradientData {
                 dataset: dataset.to_string(),

@@ -21,7 +21,7 @@ pub mod registry;
 
 pub use flat::FlatParams;
 
-pub use registry::{DataUsed, ModelSpec, ModelVisitor, build_and_visit};
+pub use registry::{CnnSpec, DataUsed, MlrSpec, ModelSpec, ModelVisitor, build_and_visit};
 
 /// What a model tells the engine and the outputs about itself.
 #[derive(Clone, Debug, PartialEq)]

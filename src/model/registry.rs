@@ -17,19 +17,52 @@ use super::mlr::{Mlr, MlrConfig};
 use super::qp::{self, Qp, QpConfig};
 use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, ratings, synthetic};
 
+/// Multinomial logistic regression by minibatch SGD ([`Mlr`]): the fields
+/// of a scenario's `[model]` with `kind = "mlr"`, held by both registries
+/// ([`ModelSpec::Mlr`], and `GradientSpec::Mlr` for the wall-clock kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MlrSpec {
+    /// `mnist` or `covtype`.
+    pub dataset: DatasetName,
+    /// Minibatch size b. The iteration-domain kinds scale it with a
+    /// stand-in's size; the wall-clock kinds use it as given (SGD noise
+    /// depends on b, not on b/n).
+    pub batch_size: usize,
+    /// Learning rate η on the batch-mean gradient (the PS's step in the
+    /// wall-clock kinds).
+    pub learning_rate: f64,
+}
+
+/// The LeNet-5-style CNN ([`Cnn`]): the fields of a scenario's `[model]`
+/// with `kind = "cnn"`, held by both registries ([`ModelSpec::Cnn`], and
+/// `GradientSpec::Cnn` for the wall-clock kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CnnSpec {
+    /// `mnist`.
+    pub dataset: DatasetName,
+    /// By-layer or by-shard blocks.
+    pub partitioning: Partitioning,
+    /// Minibatch size b (not scaled for stand-ins).
+    pub batch_size: usize,
+    /// Adam step size α; in the wall-clock kinds the PS's plain SGD step η.
+    pub learning_rate: f64,
+    /// Adam β1.
+    pub beta1: f64,
+    /// Adam β2.
+    pub beta2: f64,
+    /// Adam ε.
+    pub epsilon: f64,
+    /// The convergence metric (the wall-clock kinds evaluate the loss on
+    /// their own subsample instead).
+    pub metric: CnnMetric,
+}
+
 /// A model and its hyper-parameters, as a scenario names them.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ModelSpec {
     /// Multinomial logistic regression by minibatch SGD ([`Mlr`]).
-    Mlr {
-        /// `mnist` or `covtype`.
-        dataset: DatasetName,
-        /// Minibatch size b.
-        batch_size: usize,
-        /// Learning rate η on the batch-mean gradient.
-        learning_rate: f64,
-    },
+    Mlr(MlrSpec),
     /// Gradient descent on the 4-D quadratic program of [`qp`] (SCAR Figure 3).
     Qp {
         /// Step size α (0 < α < 2/8).
@@ -38,24 +71,7 @@ pub enum ModelSpec {
         x0: [f64; qp::DIM],
     },
     /// LeNet-5-style CNN trained by Adam ([`Cnn`]).
-    Cnn {
-        /// `mnist`.
-        dataset: DatasetName,
-        /// By-layer or by-shard blocks.
-        partitioning: Partitioning,
-        /// Minibatch size b (not scaled for stand-ins).
-        batch_size: usize,
-        /// Adam step size α.
-        learning_rate: f64,
-        /// Adam β1.
-        beta1: f64,
-        /// Adam β2.
-        beta2: f64,
-        /// Adam ε.
-        epsilon: f64,
-        /// The convergence metric.
-        metric: CnnMetric,
-    },
+    Cnn(CnnSpec),
     /// Latent Dirichlet allocation by collapsed Gibbs sampling ([`Lda`]).
     Lda {
         /// `20news` or `reuters`.
@@ -82,9 +98,9 @@ impl ModelSpec {
     /// The model's short name.
     pub fn kind_name(&self) -> &'static str {
         match self {
-            ModelSpec::Mlr { .. } => "mlr",
+            ModelSpec::Mlr(_) => "mlr",
             ModelSpec::Qp { .. } => "qp",
-            ModelSpec::Cnn { .. } => "cnn",
+            ModelSpec::Cnn(_) => "cnn",
             ModelSpec::Lda { .. } => "lda",
             ModelSpec::Mf { .. } => "mf",
         }
@@ -93,7 +109,9 @@ impl ModelSpec {
     /// The dataset the model trains on.
     pub fn dataset(&self) -> DatasetName {
         match self {
-            ModelSpec::Mlr { dataset, .. } | ModelSpec::Cnn { dataset, .. } => *dataset,
+            ModelSpec::Mlr(MlrSpec { dataset, .. }) | ModelSpec::Cnn(CnnSpec { dataset, .. }) => {
+                *dataset
+            }
             ModelSpec::Qp { .. } => DatasetName::None,
             ModelSpec::Lda { dataset, .. } => *dataset,
             ModelSpec::Mf { dataset, .. } => *dataset,
@@ -134,11 +152,11 @@ pub fn build_and_visit<V: ModelVisitor>(
     visitor: V,
 ) -> Result<V::Output> {
     match spec {
-        ModelSpec::Mlr {
+        ModelSpec::Mlr(MlrSpec {
             dataset,
             batch_size,
             learning_rate,
-        } => {
+        }) => {
             let data = cache.classification(*dataset, opts, seed)?;
             let real_rows = match dataset {
                 DatasetName::Covtype => synthetic::COVTYPE_ROWS,
@@ -175,7 +193,7 @@ pub fn build_and_visit<V: ModelVisitor>(
             });
             Ok(visitor.visit(&model, &used))
         }
-        ModelSpec::Cnn {
+        ModelSpec::Cnn(CnnSpec {
             dataset,
             partitioning,
             batch_size,
@@ -184,7 +202,7 @@ pub fn build_and_visit<V: ModelVisitor>(
             beta2,
             epsilon,
             metric,
-        } => {
+        }) => {
             let data = cache.classification(*dataset, opts, seed)?;
             // The CNN's criterion is a per-example mean and its minibatch is
             // fixed, so nothing is scaled on a smaller stand-in.

@@ -30,7 +30,7 @@ pub(super) fn wallclock(
         ));
     };
     let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
-    if !matches!(spec, GradientSpec::Mlr { .. } | GradientSpec::Cnn { .. }) {
+    if !matches!(spec, GradientSpec::Mlr(_) | GradientSpec::Cnn(_)) {
         return Err(src.error_at(
             model.span(),
             "model.kind",

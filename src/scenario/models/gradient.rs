@@ -58,6 +58,7 @@ mod tests {
     use super::*;
     use crate::data::DatasetName;
     use crate::model::cnn::{CnnMetric, Partitioning};
+    use crate::model::{CnnSpec, MlrSpec};
 
     fn parse(text: &str) -> Result<GradientSpec> {
         let src = SourceText::new(text, "g.toml");
@@ -70,11 +71,11 @@ mod tests {
         let mlr =
             parse("kind = \"mlr\"\ndataset = \"mnist\"\nbatch_size = 8\nlearning_rate = 0.5\n")
                 .unwrap();
-        let spec = ModelSpec::Mlr {
+        let spec = ModelSpec::Mlr(MlrSpec {
             dataset: DatasetName::Mnist,
             batch_size: 8,
             learning_rate: 0.5,
-        };
+        });
         assert_eq!(mlr.model_spec(), Some(spec.clone()));
         assert_eq!(mlr.learning_rate(), 0.5);
         assert_eq!(mlr.dataset(), Some(DatasetName::Mnist));
@@ -87,7 +88,7 @@ mod tests {
             toml::to_string(&spec).unwrap()
         );
 
-        let spec = ModelSpec::Cnn {
+        let spec = ModelSpec::Cnn(CnnSpec {
             dataset: DatasetName::Mnist,
             partitioning: Partitioning::ByShard { shards: 3 },
             batch_size: 16,
@@ -96,7 +97,7 @@ mod tests {
             beta2: 0.999,
             epsilon: 1e-8,
             metric: CnnMetric::Subset { examples: 64 },
-        };
+        });
         let cnn = GradientSpec::try_from(spec.clone()).unwrap();
         assert_eq!(cnn.kind_name(), "cnn");
         assert_eq!(cnn.model_spec(), Some(spec.clone()));

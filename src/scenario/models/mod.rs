@@ -18,10 +18,10 @@ use anyhow::Result;
 use serde::Deserialize;
 
 use crate::data::DatasetName;
-use crate::model::ModelSpec;
 use crate::model::cnn::{CnnMetric, Partitioning};
 use crate::model::lda::MAX_TOPICS;
 use crate::model::qp;
+use crate::model::{CnnSpec, MlrSpec, ModelSpec};
 
 use crate::scenario::SourceText;
 
@@ -147,11 +147,11 @@ impl ModelSpec {
                         format!("{} must be a positive number", raw.learning_rate),
                     ));
                 }
-                Ok(ModelSpec::Mlr {
+                Ok(ModelSpec::Mlr(MlrSpec {
                     dataset: raw.dataset,
                     batch_size: raw.batch_size,
                     learning_rate: raw.learning_rate,
-                })
+                }))
             }
             "qp" => {
                 let raw: RawQp = RawQp::deserialize(value).map_err(bad)?;
@@ -240,7 +240,7 @@ impl ModelSpec {
                         ));
                     }
                 };
-                Ok(ModelSpec::Cnn {
+                Ok(ModelSpec::Cnn(CnnSpec {
                     dataset: raw.dataset,
                     partitioning,
                     batch_size: raw.batch_size,
@@ -249,7 +249,7 @@ impl ModelSpec {
                     beta2: beta("model.beta2", raw.beta2.unwrap_or(ADAM_BETA2))?,
                     epsilon: positive("model.epsilon", raw.epsilon.unwrap_or(ADAM_EPSILON))?,
                     metric,
-                })
+                }))
             }
             "lda" => {
                 let raw: RawLda = RawLda::deserialize(value).map_err(bad)?;
