@@ -203,6 +203,42 @@ impl MlrGradient {
     pub fn eval_rows(&self) -> &[u32] {
         &self.eval_rows
     }
+
+    /// The mean gradient of the minibatch `draw` names, into `out`; with
+    /// `with_loss`, also the minibatch's mean cross-entropy from the logits
+    /// the gradient computed (the minibatch is drawn once for both).
+    fn minibatch_gradient(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        ws: &mut MlrGradientWorkspace,
+        with_loss: bool,
+    ) -> Option<f64> {
+        let data = self.mlr.data();
+        let c = data.classes;
+        out.fill(0.0);
+        let ctx = IterCtx {
+            iteration: draw.index as usize,
+            run_seed: draw.run_seed,
+        };
+        let MlrGradientWorkspace { inner, z, delta } = ws;
+        let rows = self.mlr.batch_rows(ctx, inner);
+        debug_assert_eq!(delta.len(), c);
+        self.gradient_rows(&data.y, rows, params, out, z, delta);
+        let scale = 1.0 / rows.len() as f32;
+        for g in out.iter_mut() {
+            *g *= scale;
+        }
+        with_loss.then(|| {
+            let sum: f64 = rows
+                .iter()
+                .zip(z.chunks_exact(c))
+                .map(|(&i, z)| cross_entropy(z, data.y[i as usize] as usize))
+                .sum();
+            sum / rows.len() as f64
+        })
+    }
 }
 
 impl GradientModel for MlrGradient {
@@ -246,21 +282,7 @@ impl GradientModel for MlrGradient {
         out: &mut [f32],
         ws: &mut MlrGradientWorkspace,
     ) {
-        let data = self.mlr.data();
-        let c = data.classes;
-        out.fill(0.0);
-        let ctx = IterCtx {
-            iteration: draw.index as usize,
-            run_seed: draw.run_seed,
-        };
-        let MlrGradientWorkspace { inner, z, delta } = ws;
-        let rows = self.mlr.batch_rows(ctx, inner);
-        debug_assert_eq!(delta.len(), c);
-        self.gradient_rows(&data.y, rows, params, out, z, delta);
-        let scale = 1.0 / rows.len() as f32;
-        for g in out.iter_mut() {
-            *g *= scale;
-        }
+        self.minibatch_gradient(params, draw, out, ws, false);
     }
 
     /// The gradient, and the mean cross-entropy of its minibatch from the
@@ -272,22 +294,8 @@ impl GradientModel for MlrGradient {
         out: &mut [f32],
         ws: &mut MlrGradientWorkspace,
     ) -> f64 {
-        self.gradient(params, draw, out, ws);
-        let data = self.mlr.data();
-        let c = data.classes;
-        let rows = self.mlr.batch_rows(
-            IterCtx {
-                iteration: draw.index as usize,
-                run_seed: draw.run_seed,
-            },
-            &mut ws.inner,
-        );
-        let sum: f64 = rows
-            .iter()
-            .zip(ws.z.chunks_exact(c))
-            .map(|(&i, z)| cross_entropy(z, data.y[i as usize] as usize))
-            .sum();
-        sum / rows.len() as f64
+        self.minibatch_gradient(params, draw, out, ws, true)
+            .expect("the loss was asked for")
     }
 
     fn loss(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> f64 {
