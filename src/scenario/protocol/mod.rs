@@ -391,7 +391,50 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         .map(|d| parse_delay(src, d, "cluster.communication_time", false))
         .transpose()?;
 
-    let measure = match (&raw.runtime, &raw.training, &raw.model) {
+    let measure = parse_measure(src, &raw)?;
+    let eta = match &measure {
+        Measure::Training(t) => Some(t.eta),
+        Measure::Runtime(_) => None,
+    };
+
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
+    let mut series: Vec<ProtocolSeries> = Vec::new();
+    for rs in raw.series.get_ref() {
+        series.push(parse_series(src, rs, eta)?);
+    }
+
+    check_size(
+        src,
+        &raw,
+        &workers,
+        &compute_time,
+        communication_time.as_ref(),
+        &measure,
+        &series,
+    )?;
+    let scenario = ProtocolScenario {
+        meta: Meta {
+            kind: "protocol".into(),
+            name: raw.name.get_ref().clone(),
+            title: raw.title.clone(),
+            paper: raw.paper.clone(),
+            trials,
+            seed: raw.seed,
+        },
+        workers,
+        compute_time,
+        communication_time,
+        measure,
+        series,
+    };
+    check_points(src, &raw, &scenario)?;
+    Ok(scenario)
+}
+
+/// The `[runtime]` or `[training]` + `[model]` tables: what the scenario
+/// measures (time per update, or the loss against time of a trained model).
+fn parse_measure(src: &SourceText, raw: &Raw) -> Result<Measure> {
+    Ok(match (&raw.runtime, &raw.training, &raw.model) {
         (Some(rt), None, None) => {
             let r = rt.get_ref();
             if *r.updates.get_ref() == 0 {
@@ -492,138 +535,159 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
                 "give [runtime] (time per iteration, no model) or [training] with a [model] (loss vs time)",
             ));
         }
-    };
-    let eta = match &measure {
-        Measure::Training(t) => Some(t.eta),
-        Measure::Runtime(_) => None,
-    };
+    })
+}
 
-    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
-    let mut series: Vec<ProtocolSeries> = Vec::new();
-    for rs in raw.series.get_ref() {
-        let span = rs.span();
-        let r = rs.get_ref();
-        let at = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
-        let given: Vec<&str> = [
-            ("k", r.k.is_some()),
-            ("k_schedule", r.k_schedule.is_some()),
-            ("k_rule", r.k_rule.is_some()),
-        ]
-        .iter()
-        .filter(|g| g.1)
-        .map(|g| g.0)
-        .collect();
-        if given.len() > 1 {
+/// One `[[series]]` table: its protocol, its K (fixed values, a schedule or
+/// a rule), its name and the staleness-aware learning rate. `eta` is the
+/// model's learning rate in a `[training]` scenario (`None` for `[runtime]`).
+fn parse_series(
+    src: &SourceText,
+    rs: &Spanned<RawSeries>,
+    eta: Option<f64>,
+) -> Result<ProtocolSeries> {
+    let span = rs.span();
+    let r = rs.get_ref();
+    let at = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
+    let given: Vec<&str> = [
+        ("k", r.k.is_some()),
+        ("k_schedule", r.k_schedule.is_some()),
+        ("k_rule", r.k_rule.is_some()),
+    ]
+    .iter()
+    .filter(|g| g.1)
+    .map(|g| g.0)
+    .collect();
+    if given.len() > 1 {
+        return Err(at(
+            &format!("series.{}", given[1]),
+            format!(
+                "give only one of `k` (fixed K), `k_schedule` (K over time) and `k_rule` \
+                 (K chosen by a rule during the run); this series gives {}",
+                given
+                    .iter()
+                    .map(|g| format!("`{g}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        ));
+    }
+    if let Some(rule) = &r.k_rule
+        && eta.is_none()
+    {
+        return Err(src.error_at(
+            rule.span(),
+            "series.k_rule",
+            "a K rule watches the training loss, so it only applies to [training] scenarios; \
+             give `k` or `k_schedule` for [runtime]",
+        ));
+    }
+    let k = parse_k(src, &span, r)?;
+    let name = match (&r.name, &k) {
+        (Some(n), _) => n.clone(),
+        (None, KChoice::Values(v)) if v.len() == 1 => {
+            format!("{} K={}", r.protocol.name(), v[0])
+        }
+        (None, KChoice::Schedule(_)) => format!("{} adaptive", r.protocol.name()),
+        (None, KChoice::Rule(_)) => format!("{} plateau rule", r.protocol.name()),
+        (None, _) => r.protocol.name().to_string(),
+    };
+    series::check_name(src, span.clone(), &name, NameRule::Stated)?;
+    let staleness_aware = match (&r.staleness_aware, eta) {
+        (None, _) => None,
+        (Some(_), None) => {
             return Err(at(
-                &format!("series.{}", given[1]),
+                "series.staleness_aware",
+                "the staleness-aware learning rate only applies to [training] scenarios".into(),
+            ));
+        }
+        (Some(sa), Some(eta)) => {
+            let eta_max = sa.eta_max.unwrap_or(eta);
+            if !(sa.c > 0.0 && sa.c.is_finite()) {
+                return Err(at(
+                    "series.staleness_aware.c",
+                    format!("{} must be a positive number", sa.c),
+                ));
+            }
+            if !(eta_max > 0.0 && eta_max.is_finite()) {
+                return Err(at(
+                    "series.staleness_aware.eta_max",
+                    format!("{eta_max} must be a positive number"),
+                ));
+            }
+            Some(StalenessAware { c: sa.c, eta_max })
+        }
+    };
+    Ok(ProtocolSeries {
+        name,
+        protocol: r.protocol,
+        k,
+        staleness_aware,
+    })
+}
+
+/// A series' K: fixed values (or every divisor of P), a schedule over time,
+/// or a rule; exactly one of `k`, `k_schedule` and `k_rule` is given
+/// (checked by the caller).
+fn parse_k(src: &SourceText, span: &Range<usize>, r: &RawSeries) -> Result<KChoice> {
+    let at = |field: &str, msg: String| src.error_at(span.clone(), field, msg);
+    Ok(match (&r.k, &r.k_schedule) {
+        _ if r.k_rule.is_some() => {
+            let rule = r.k_rule.as_ref().expect("checked");
+            KChoice::Rule(k_rule::parse(src, rule.span(), rule.get_ref())?)
+        }
+        (Some(v), None) => match v.get_ref() {
+            toml::Value::String(s) if s == "divisors" => KChoice::Divisors,
+            toml::Value::String(s) => {
+                return Err(src.error_at(
+                    v.span(),
+                    "series.k",
+                    format!("`{s}`: give a number, a list of numbers, or \"divisors\""),
+                ));
+            }
+            other => KChoice::Values(positive_ints(src, v.span(), "series.k", other)?),
+        },
+        (None, Some(steps)) if steps.len() > limits::MAX_LIST => {
+            return Err(at(
+                "series.k_schedule",
                 format!(
-                    "give only one of `k` (fixed K), `k_schedule` (K over time) and `k_rule` \
-                     (K chosen by a rule during the run); this series gives {}",
-                    given
-                        .iter()
-                        .map(|g| format!("`{g}`"))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
+                    "{} steps are more than the limit of {}",
+                    steps.len(),
+                    limits::MAX_LIST
                 ),
             ));
         }
-        if let Some(rule) = &r.k_rule
-            && eta.is_none()
-        {
-            return Err(src.error_at(
-                rule.span(),
-                "series.k_rule",
-                "a K rule watches the training loss, so it only applies to [training] scenarios; \
-                 give `k` or `k_schedule` for [runtime]",
+        (None, Some(steps)) => KChoice::Schedule(
+            KSchedule::steps(steps.iter().map(|s| (s.from, s.k)).collect())
+                .map_err(|e| at("series.k_schedule", e))?,
+        ),
+        (Some(_), Some(_)) => {
+            return Err(at(
+                "series.k",
+                "give either `k` or `k_schedule`, not both".into(),
             ));
         }
-        let k = match (&r.k, &r.k_schedule) {
-            _ if r.k_rule.is_some() => {
-                let rule = r.k_rule.as_ref().expect("checked");
-                KChoice::Rule(k_rule::parse(src, rule.span(), rule.get_ref())?)
-            }
-            (Some(v), None) => match v.get_ref() {
-                toml::Value::String(s) if s == "divisors" => KChoice::Divisors,
-                toml::Value::String(s) => {
-                    return Err(src.error_at(
-                        v.span(),
-                        "series.k",
-                        format!("`{s}`: give a number, a list of numbers, or \"divisors\""),
-                    ));
-                }
-                other => KChoice::Values(positive_ints(src, v.span(), "series.k", other)?),
-            },
-            (None, Some(steps)) if steps.len() > limits::MAX_LIST => {
-                return Err(at(
-                    "series.k_schedule",
-                    format!(
-                        "{} steps are more than the limit of {}",
-                        steps.len(),
-                        limits::MAX_LIST
-                    ),
-                ));
-            }
-            (None, Some(steps)) => KChoice::Schedule(
-                KSchedule::steps(steps.iter().map(|s| (s.from, s.k)).collect())
-                    .map_err(|e| at("series.k_schedule", e))?,
-            ),
-            (Some(_), Some(_)) => {
-                return Err(at(
-                    "series.k",
-                    "give either `k` or `k_schedule`, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err(at(
-                    "series.k",
-                    "missing: give `k` (a number, a list or \"divisors\"), a `k_schedule` or a `k_rule`"
-                        .into(),
-                ));
-            }
-        };
-        let name = match (&r.name, &k) {
-            (Some(n), _) => n.clone(),
-            (None, KChoice::Values(v)) if v.len() == 1 => {
-                format!("{} K={}", r.protocol.name(), v[0])
-            }
-            (None, KChoice::Schedule(_)) => format!("{} adaptive", r.protocol.name()),
-            (None, KChoice::Rule(_)) => format!("{} plateau rule", r.protocol.name()),
-            (None, _) => r.protocol.name().to_string(),
-        };
-        series::check_name(src, span.clone(), &name, NameRule::Stated)?;
-        let staleness_aware = match (&r.staleness_aware, eta) {
-            (None, _) => None,
-            (Some(_), None) => {
-                return Err(at(
-                    "series.staleness_aware",
-                    "the staleness-aware learning rate only applies to [training] scenarios".into(),
-                ));
-            }
-            (Some(sa), Some(eta)) => {
-                let eta_max = sa.eta_max.unwrap_or(eta);
-                if !(sa.c > 0.0 && sa.c.is_finite()) {
-                    return Err(at(
-                        "series.staleness_aware.c",
-                        format!("{} must be a positive number", sa.c),
-                    ));
-                }
-                if !(eta_max > 0.0 && eta_max.is_finite()) {
-                    return Err(at(
-                        "series.staleness_aware.eta_max",
-                        format!("{eta_max} must be a positive number"),
-                    ));
-                }
-                Some(StalenessAware { c: sa.c, eta_max })
-            }
-        };
-        series.push(ProtocolSeries {
-            name,
-            protocol: r.protocol,
-            k,
-            staleness_aware,
-        });
-    }
+        (None, None) => {
+            return Err(at(
+                "series.k",
+                "missing: give `k` (a number, a list or \"divisors\"), a `k_schedule` or a `k_rule`"
+                    .into(),
+            ));
+        }
+    })
+}
 
+/// The run's size within the limits: the number of points, and the events
+/// one trial simulates (`limits`).
+fn check_size(
+    src: &SourceText,
+    raw: &Raw,
+    workers: &[usize],
+    compute_time: &Delay,
+    communication_time: Option<&Delay>,
+    measure: &Measure,
+    series: &[ProtocolSeries],
+) -> Result<()> {
     let point_count: u128 = series
         .iter()
         .map(|s| {
@@ -639,11 +703,9 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         .sum();
     limits::points(src, &raw.series.span(), "series", point_count)?;
     let max_workers = workers.iter().copied().max().unwrap_or(1) as f64;
-    let per_gradient = limits::typical_delay(&compute_time)
-        + communication_time
-            .as_ref()
-            .map_or(0.0, limits::typical_delay);
-    match &measure {
+    let per_gradient =
+        limits::typical_delay(compute_time) + communication_time.map_or(0.0, limits::typical_delay);
+    match measure {
         Measure::Training(t) => limits::events(
             src,
             &raw.training.as_ref().map_or(0..0, |t| t.span()),
@@ -679,21 +741,12 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             )?;
         }
     }
-    let scenario = ProtocolScenario {
-        meta: Meta {
-            kind: "protocol".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials,
-            seed: raw.seed,
-        },
-        workers,
-        compute_time,
-        communication_time,
-        measure,
-        series,
-    };
+    Ok(())
+}
+
+/// Every point of the scenario: distinct names per P, a K rule's start at
+/// most its max, and K within what the protocol allows.
+fn check_points(src: &SourceText, raw: &Raw, scenario: &ProtocolScenario) -> Result<()> {
     let points = scenario.points();
     let spans: Vec<Range<usize>> = raw.series.get_ref().iter().map(|s| s.span()).collect();
     let mut seen = std::collections::HashSet::new();
@@ -746,7 +799,7 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
             ));
         }
     }
-    Ok(scenario)
+    Ok(())
 }
 
 #[cfg(test)]
