@@ -3,8 +3,8 @@
 //! spec becomes a live [`Model`] over its data.
 //!
 //! To add a model: implement [`Model`], add a variant to [`ModelSpec`], a
-//! branch to its parser in `src/scenario/models/mod.rs` and one to
-//! [`build_and_visit`].
+//! `parse_<kind>` function with its arm in `ModelSpec::parse`
+//! (`src/scenario/models/mod.rs`), and an arm in [`build_and_visit`].
 
 use anyhow::Result;
 use serde::Serialize;
