@@ -318,6 +318,87 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
     check_name(src, &raw.name)?;
     let trials = limits::trials(src, raw.trials.span(), *raw.trials.get_ref())?;
     let model = ModelSpec::parse(src, raw.model.span(), raw.model.get_ref())?;
+    let (convergence, synthetic_criterion) = parse_convergence(src, &raw)?;
+    let ps_nodes = *raw.cluster.ps_nodes.get_ref();
+    if ps_nodes == 0 || ps_nodes > MAX_PS_NODES {
+        return Err(src.error_at(
+            raw.cluster.ps_nodes.span(),
+            "cluster.ps_nodes",
+            format!("{ps_nodes} must be between 1 and {MAX_PS_NODES}"),
+        ));
+    }
+
+    let (failure_time, loss) = parse_failure(src, &raw)?;
+    let checkpoint = CheckpointPolicy {
+        interval: limits::iterations(
+            src,
+            &raw.checkpoint.interval.span(),
+            "checkpoint.interval",
+            *raw.checkpoint.interval.get_ref(),
+        )?,
+        fraction: *raw.checkpoint.fraction.get_ref(),
+        selector: raw.checkpoint.selector,
+        budget: raw.checkpoint.budget,
+    };
+    let base = PointConfig {
+        failure_time,
+        loss,
+        checkpoint,
+        order: raw.checkpoint.event_order,
+        recovery: raw.recovery.unwrap_or(RecoveryPolicy::Partial),
+    };
+    check_point(src, &base, ps_nodes, "the base configuration", Some(&raw))?;
+
+    let sweep = match &raw.sweep {
+        None => None,
+        Some(t) => Some(parse_sweep(src, t.span(), t.get_ref())?),
+    };
+
+    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
+    let series = parse_series(src, &raw, base)?;
+    let point_count: u128 = series
+        .iter()
+        .map(|s| match &sweep {
+            Some(sw) if !s.reference => sw.values.len() as u128,
+            _ => 1,
+        })
+        .sum();
+    limits::points(src, &raw.series.span(), "series", point_count)?;
+    let scenario = RecoveryScenario {
+        meta: Meta {
+            kind: "recovery".into(),
+            name: raw.name.get_ref().clone(),
+            title: raw.title.clone(),
+            paper: raw.paper.clone(),
+            trials,
+            seed: raw.seed,
+        },
+        model,
+        convergence,
+        synthetic_criterion,
+        data_order: raw.data_order,
+        ps_nodes,
+        sweep,
+        series,
+    };
+    for p in scenario.points() {
+        let what = format!(
+            "series `{}` at {} = {}",
+            scenario.series[p.series].name,
+            scenario.x_name(),
+            p.x
+        );
+        check_point(src, &p.config, ps_nodes, &what, None)?;
+    }
+    Ok(scenario)
+}
+
+/// The `[convergence]` table: the criterion, the iteration cap and the
+/// stand-ins' synthetic criterion.
+fn parse_convergence(
+    src: &SourceText,
+    raw: &Raw,
+) -> Result<(Convergence, Option<SyntheticCriterion>)> {
     let criterion = *raw.convergence.criterion.get_ref();
     if !(criterion.is_finite() && criterion > 0.0) {
         return Err(src.error_at(
@@ -369,15 +450,17 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             })
         }
     };
-    let ps_nodes = *raw.cluster.ps_nodes.get_ref();
-    if ps_nodes == 0 || ps_nodes > MAX_PS_NODES {
-        return Err(src.error_at(
-            raw.cluster.ps_nodes.span(),
-            "cluster.ps_nodes",
-            format!("{ps_nodes} must be between 1 and {MAX_PS_NODES}"),
-        ));
-    }
+    Ok((
+        Convergence {
+            criterion,
+            max_iterations,
+        },
+        synthetic_criterion,
+    ))
+}
 
+/// The `[failure]` table: when the failure strikes and what it loses.
+fn parse_failure(src: &SourceText, raw: &Raw) -> Result<(FailureTime, LossSpec)> {
     let ft = raw.failure.iteration.get_ref();
     let ft_span = raw.failure.iteration.span();
     let failure_time = match (ft.distribution.as_str(), ft.p, ft.iteration) {
@@ -419,32 +502,12 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
             ));
         }
     };
-    let checkpoint = CheckpointPolicy {
-        interval: limits::iterations(
-            src,
-            &raw.checkpoint.interval.span(),
-            "checkpoint.interval",
-            *raw.checkpoint.interval.get_ref(),
-        )?,
-        fraction: *raw.checkpoint.fraction.get_ref(),
-        selector: raw.checkpoint.selector,
-        budget: raw.checkpoint.budget,
-    };
-    let base = PointConfig {
-        failure_time,
-        loss,
-        checkpoint,
-        order: raw.checkpoint.event_order,
-        recovery: raw.recovery.unwrap_or(RecoveryPolicy::Partial),
-    };
-    check_point(src, &base, ps_nodes, "the base configuration", Some(&raw))?;
+    Ok((failure_time, loss))
+}
 
-    let sweep = match &raw.sweep {
-        None => None,
-        Some(t) => Some(parse_sweep(src, t.span(), t.get_ref())?),
-    };
-
-    series::check_list(src, &raw.series.span(), raw.series.get_ref().len())?;
+/// The `[[series]]` tables: each a name and its overrides of the base
+/// configuration `base`.
+fn parse_series(src: &SourceText, raw: &Raw, base: PointConfig) -> Result<Vec<SeriesSpec>> {
     let mut series = Vec::new();
     for rs in raw.series.get_ref() {
         series::check_name(src, raw.series.span(), &rs.name, NameRule::Stated)?;
@@ -481,44 +544,7 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         };
         series.push(spec);
     }
-    let point_count: u128 = series
-        .iter()
-        .map(|s| match &sweep {
-            Some(sw) if !s.reference => sw.values.len() as u128,
-            _ => 1,
-        })
-        .sum();
-    limits::points(src, &raw.series.span(), "series", point_count)?;
-    let scenario = RecoveryScenario {
-        meta: Meta {
-            kind: "recovery".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials,
-            seed: raw.seed,
-        },
-        model,
-        convergence: Convergence {
-            criterion,
-            max_iterations,
-        },
-        synthetic_criterion,
-        data_order: raw.data_order,
-        ps_nodes,
-        sweep,
-        series,
-    };
-    for p in scenario.points() {
-        let what = format!(
-            "series `{}` at {} = {}",
-            scenario.series[p.series].name,
-            scenario.x_name(),
-            p.x
-        );
-        check_point(src, &p.config, ps_nodes, &what, None)?;
-    }
-    Ok(scenario)
+    Ok(series)
 }
 
 #[cfg(test)]
