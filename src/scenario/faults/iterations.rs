@@ -5,7 +5,8 @@ use anyhow::Result;
 use toml::Spanned;
 
 use super::{
-    IterationsConfig, IterationsSeries, Raw, RawIterations, non_negative, persist_mode, positive,
+    IterationsConfig, IterationsSeries, Raw, RawIterations, RawSeries, non_negative, persist_mode,
+    positive,
 };
 use crate::model::ModelSpec;
 use crate::policy::{CheckpointPolicy, Selector};
@@ -90,71 +91,7 @@ pub(super) fn iterations(
     }
     let mut series = Vec::new();
     for rs in raw.series.as_deref().unwrap_or(&[]) {
-        let s = rs.span();
-        let x = rs.get_ref();
-        let at = |field: &str, msg: String| src.error_at(s.clone(), field, msg);
-        if x.strategy.is_some()
-            || x.chain.is_some()
-            || x.hop_time.is_some()
-            || x.damping_threshold.is_some()
-            || x.damped_learning_rate.is_some()
-            || x.fraction.is_some()
-        {
-            return Err(at("series", "[iterations] series take name, recovery, checkpoint_interval, checkpoint_fraction, checkpoint_budget and persist".into()));
-        }
-        let interval = x.checkpoint_interval.unwrap_or(0);
-        limits::iterations(src, &s, "series.checkpoint_interval", interval)?;
-        if interval == 0 {
-            return Err(at(
-                "series.checkpoint_interval",
-                "missing or 0: iterations between full checkpoints".into(),
-            ));
-        }
-        let fraction = x.checkpoint_fraction.unwrap_or(1.0);
-        if !(fraction > 0.0 && fraction <= 1.0) {
-            return Err(at(
-                "series.checkpoint_fraction",
-                format!("{fraction} is outside (0, 1]"),
-            ));
-        }
-        let policy = CheckpointPolicy {
-            interval,
-            fraction,
-            selector: Selector::Priority,
-            budget: x.checkpoint_budget.unwrap_or_default(),
-        };
-        if !policy.period_is_whole() {
-            return Err(at(
-                "series.checkpoint_fraction",
-                format!(
-                    "r·C = {} must be a whole number of iterations ≥ 1",
-                    fraction * interval as f64
-                ),
-            ));
-        }
-        let Some(recovery) = x.recovery else {
-            return Err(at("series.recovery", "missing: `full` or `partial`".into()));
-        };
-        let name = x
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{} r={fraction}", recovery.name()));
-        series::check_name(src, s.clone(), &name, NameRule::Unstated)?;
-        if series.iter().any(|x: &IterationsSeries| x.name == name) {
-            return Err(at(
-                "series.name",
-                format!("`{name}` appears twice; give the series distinct names"),
-            ));
-        }
-        series.push(IterationsSeries {
-            name,
-            checkpoint: policy,
-            recovery,
-            asynchronous: match &x.persist {
-                Some(p) => persist_mode(src, s.clone(), "series.persist", p)?,
-                None => default_async,
-            },
-        });
+        series.push(iterations_series(src, rs, default_async, &series)?);
     }
     Ok(IterationsConfig {
         model: spec,
@@ -175,5 +112,82 @@ pub(super) fn iterations(
         ps_nodes: r.ps_nodes,
         lost_fraction: r.lost_fraction,
         series,
+    })
+}
+
+/// One `[[series]]` table of an `[iterations]` scenario: its checkpoint
+/// policy (C, r, budget; priority selection), its recovery, its persist mode
+/// (default: the `[checkpoint]` table's) and a name distinct from the
+/// `earlier` series'.
+fn iterations_series(
+    src: &SourceText,
+    rs: &Spanned<RawSeries>,
+    default_async: bool,
+    earlier: &[IterationsSeries],
+) -> Result<IterationsSeries> {
+    let s = rs.span();
+    let x = rs.get_ref();
+    let at = |field: &str, msg: String| src.error_at(s.clone(), field, msg);
+    if x.strategy.is_some()
+        || x.chain.is_some()
+        || x.hop_time.is_some()
+        || x.damping_threshold.is_some()
+        || x.damped_learning_rate.is_some()
+        || x.fraction.is_some()
+    {
+        return Err(at("series", "[iterations] series take name, recovery, checkpoint_interval, checkpoint_fraction, checkpoint_budget and persist".into()));
+    }
+    let interval = x.checkpoint_interval.unwrap_or(0);
+    limits::iterations(src, &s, "series.checkpoint_interval", interval)?;
+    if interval == 0 {
+        return Err(at(
+            "series.checkpoint_interval",
+            "missing or 0: iterations between full checkpoints".into(),
+        ));
+    }
+    let fraction = x.checkpoint_fraction.unwrap_or(1.0);
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        return Err(at(
+            "series.checkpoint_fraction",
+            format!("{fraction} is outside (0, 1]"),
+        ));
+    }
+    let policy = CheckpointPolicy {
+        interval,
+        fraction,
+        selector: Selector::Priority,
+        budget: x.checkpoint_budget.unwrap_or_default(),
+    };
+    if !policy.period_is_whole() {
+        return Err(at(
+            "series.checkpoint_fraction",
+            format!(
+                "r·C = {} must be a whole number of iterations ≥ 1",
+                fraction * interval as f64
+            ),
+        ));
+    }
+    let Some(recovery) = x.recovery else {
+        return Err(at("series.recovery", "missing: `full` or `partial`".into()));
+    };
+    let name = x
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{} r={fraction}", recovery.name()));
+    series::check_name(src, s.clone(), &name, NameRule::Unstated)?;
+    if earlier.iter().any(|x| x.name == name) {
+        return Err(at(
+            "series.name",
+            format!("`{name}` appears twice; give the series distinct names"),
+        ));
+    }
+    Ok(IterationsSeries {
+        name,
+        checkpoint: policy,
+        recovery,
+        asynchronous: match &x.persist {
+            Some(p) => persist_mode(src, s.clone(), "series.persist", p)?,
+            None => default_async,
+        },
     })
 }

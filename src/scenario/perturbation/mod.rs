@@ -528,7 +528,42 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
             &rs.name,
             series.iter().map(|s| s.name.as_str()),
         )?;
-        let schedule = match (rs.at.iteration, rs.at.run_fraction, rs.at.probability) {
+        let schedule = parse_schedule(src, span.clone(), rs)?;
+        let (norm, fraction) = parse_size(src, span.clone(), rs)?;
+        series.push(PerturbationSeries {
+            name: rs.name.clone(),
+            kind: rs.perturbation,
+            schedule,
+            norm,
+            fraction,
+        });
+    }
+    Ok(PerturbationScenario {
+        meta: Meta {
+            kind: "perturbation".into(),
+            name: raw.name.get_ref().clone(),
+            title: raw.title.clone(),
+            paper: raw.paper.clone(),
+            trials,
+            seed: raw.seed,
+        },
+        model,
+        criterion,
+        max_iterations,
+        theory,
+        series,
+    })
+}
+
+/// A series' `at`: one perturbation at an iteration or at a fraction of the
+/// unperturbed run, or one with probability ρ at every iteration.
+fn parse_schedule(
+    src: &SourceText,
+    span: std::ops::Range<usize>,
+    rs: &RawSeries,
+) -> Result<Schedule> {
+    Ok(
+        match (rs.at.iteration, rs.at.run_fraction, rs.at.probability) {
             (Some(iteration), None, None) => Schedule::Once {
                 iteration: limits::iterations(src, &span, "series.at.iteration", iteration)?,
             },
@@ -557,92 +592,79 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
                     span,
                     "series.at",
                     "give exactly one of `iteration` (one perturbation), `run_fraction` (one \
-                     perturbation at that fraction of the unperturbed run) or `probability` (ρ per \
-                     iteration)",
+                 perturbation at that fraction of the unperturbed run) or `probability` (ρ per \
+                 iteration)",
                 ));
             }
-        };
-        let (norm, fraction) = match rs.perturbation {
-            PerturbationKind::Random | PerturbationKind::Adversarial => {
-                if rs.fraction.is_some() {
-                    return Err(src.error_at(
-                        span,
-                        "series.fraction",
-                        format!(
-                            "only reset perturbations take a fraction; a {} perturbation takes `norm`",
-                            rs.perturbation.name()
-                        ),
-                    ));
-                }
-                let Some(n) = &rs.norm else {
-                    return Err(src.error_at(
-                        span,
-                        "series.norm",
-                        format!(
-                            "a {} perturbation needs `norm = {{ distribution = ..., ... }}`",
-                            rs.perturbation.name()
-                        ),
-                    ));
-                };
-                let draw = parse_draw(src, span.clone(), "series.norm", n, false)?;
-                (
-                    Some(NormSpec {
-                        draw,
-                        relative_to: n.relative_to.unwrap_or_default(),
-                    }),
-                    None,
-                )
-            }
-            PerturbationKind::Reset => {
-                if rs.norm.is_some() {
-                    return Err(src.error_at(
-                        span,
-                        "series.norm",
-                        "a reset perturbation takes `fraction` (of the blocks), not `norm`",
-                    ));
-                }
-                let Some(f) = &rs.fraction else {
-                    return Err(src.error_at(
-                        span,
-                        "series.fraction",
-                        "a reset perturbation needs `fraction = { distribution = ..., ... }`",
-                    ));
-                };
-                if f.relative_to.is_some() {
-                    return Err(src.error_at(
-                        span,
-                        "series.fraction.relative_to",
-                        "only norms are relative to something",
-                    ));
-                }
-                (
-                    None,
-                    Some(parse_draw(src, span.clone(), "series.fraction", f, true)?),
-                )
-            }
-        };
-        series.push(PerturbationSeries {
-            name: rs.name.clone(),
-            kind: rs.perturbation,
-            schedule,
-            norm,
-            fraction,
-        });
-    }
-    Ok(PerturbationScenario {
-        meta: Meta {
-            kind: "perturbation".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials,
-            seed: raw.seed,
         },
-        model,
-        criterion,
-        max_iterations,
-        theory,
-        series,
+    )
+}
+
+/// A series' size: the norm of a random or adversarial perturbation, or the
+/// fraction of the blocks a reset perturbation resets.
+fn parse_size(
+    src: &SourceText,
+    span: std::ops::Range<usize>,
+    rs: &RawSeries,
+) -> Result<(Option<NormSpec>, Option<Draw>)> {
+    Ok(match rs.perturbation {
+        PerturbationKind::Random | PerturbationKind::Adversarial => {
+            if rs.fraction.is_some() {
+                return Err(src.error_at(
+                    span,
+                    "series.fraction",
+                    format!(
+                        "only reset perturbations take a fraction; a {} perturbation takes `norm`",
+                        rs.perturbation.name()
+                    ),
+                ));
+            }
+            let Some(n) = &rs.norm else {
+                return Err(src.error_at(
+                    span,
+                    "series.norm",
+                    format!(
+                        "a {} perturbation needs `norm = {{ distribution = ..., ... }}`",
+                        rs.perturbation.name()
+                    ),
+                ));
+            };
+            let draw = parse_draw(src, span.clone(), "series.norm", n, false)?;
+            (
+                Some(NormSpec {
+                    draw,
+                    relative_to: n.relative_to.unwrap_or_default(),
+                }),
+                None,
+            )
+        }
+        PerturbationKind::Reset => {
+            if rs.norm.is_some() {
+                return Err(src.error_at(
+                    span,
+                    "series.norm",
+                    "a reset perturbation takes `fraction` (of the blocks), not `norm`",
+                ));
+            }
+            let Some(f) = &rs.fraction else {
+                return Err(src.error_at(
+                    span,
+                    "series.fraction",
+                    "a reset perturbation needs `fraction = { distribution = ..., ... }`",
+                ));
+            };
+            if f.relative_to.is_some() {
+                return Err(src.error_at(
+                    span,
+                    "series.fraction.relative_to",
+                    "only norms are relative to something",
+                ));
+            }
+            (
+                None,
+                Some(parse_draw(src, span.clone(), "series.fraction", f, true)?),
+            )
+        }
     })
 }
 
