@@ -84,24 +84,30 @@ fn on_every_core(cores: usize, f: impl Fn() -> f64 + Sync) -> f64 {
 }
 
 /// Independent accumulator registers of the FMA peak loop: enough to cover
-/// the latency of every FMA pipe.
+/// the latency of every FMA pipe (4 cycles × 2 pipes on current x86 cores).
+/// 16 where 32 vector registers exist (AVX-512; the portable loop's scalars
+/// are not register-limited either).
 const FMA_CHAINS: usize = 16;
+/// The AVX2 loop's chains: 12, so that the chains and the two operands fit
+/// the 16 `ymm` registers. With 16 chains the loop spilled to the stack and
+/// measured a "peak" below what a GEMM reaches (52 against 72 GFLOP/s).
+const FMA_CHAINS_AVX2: usize = 12;
 /// FMA-loop iterations per timed call.
 const FMA_ITERS: usize = 1 << 20;
 
-/// GFLOP/s of the fastest of repeated runs of [`FMA_CHAINS`] independent
+/// GFLOP/s of the fastest of repeated runs of independent (see [`FMA_CHAINS`])
 /// chains of f32 fused multiply-adds held in registers, at the widest
 /// vector level this CPU has, within `seconds`.
 fn fma_rate(seconds: f64) -> f64 {
     let level = crate::simd::detected();
     best_rate(seconds, || {
-        let lanes = fma_loop(level, FMA_ITERS);
-        2.0 * (FMA_ITERS * FMA_CHAINS * lanes) as f64 / 1e9
+        let per_iter = fma_loop(level, FMA_ITERS);
+        2.0 * (FMA_ITERS * per_iter) as f64 / 1e9
     })
 }
 
-/// Runs the FMA loop at `level`; returns the lanes per chain (the f32 lanes
-/// of one register of that level).
+/// Runs the FMA loop at `level`; returns the f32 multiply-adds per
+/// iteration (chains × lanes of one register of that level).
 fn fma_loop(level: crate::simd::Level, iters: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -127,7 +133,7 @@ fn fma_loop(level: crate::simd::Level, iters: usize) -> usize {
         }
     }
     std::hint::black_box(acc);
-    1
+    FMA_CHAINS
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -146,14 +152,14 @@ unsafe fn fma_avx512(iters: usize) -> usize {
         }
     }
     std::hint::black_box(acc);
-    16
+    FMA_CHAINS * 16
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn fma_avx2(iters: usize) -> usize {
     use std::arch::x86_64::*;
-    let mut acc = [_mm256_setzero_ps(); FMA_CHAINS];
+    let mut acc = [_mm256_setzero_ps(); FMA_CHAINS_AVX2];
     for (i, a) in acc.iter_mut().enumerate() {
         *a = _mm256_set1_ps(i as f32);
     }
@@ -165,7 +171,7 @@ unsafe fn fma_avx2(iters: usize) -> usize {
         }
     }
     std::hint::black_box(acc);
-    8
+    FMA_CHAINS_AVX2 * 8
 }
 
 /// GFLOP/s of the fastest of repeated 512³ products within `seconds`.

@@ -31,13 +31,23 @@ fn fc_forward_tile<T: Scalar, V: Vector<T>, const OT: usize, const RV: usize>(
     for (o, a) in acc.iter_mut().enumerate() {
         *a = [V::splat(b[o0 + o]); RV];
     }
+    // Each output's weight row as a slice of length `inp`, so that indexing
+    // it by `i < inp` needs no bounds check in the loop (with six checks
+    // per input the AVX2 loop ran out of registers and spilled accumulators).
+    // (Plain loops, not `array::from_fn`: inside the one large pass function
+    // the closures were not inlined and the checks came back.)
+    let mut wr: [&[T]; OT] = [&[]; OT];
+    for (o, w1) in wr.iter_mut().enumerate() {
+        *w1 = &w[(o0 + o) * inp..][..inp];
+    }
     for i in 0..inp {
+        let xr = &xt[i * ld + v0 * LANES..][..RV * LANES];
         let mut x = [V::splat(T::zero()); RV];
         for (v, xv) in x.iter_mut().enumerate() {
-            *xv = V::load(&xt[i * ld + (v0 + v) * LANES..]);
+            *xv = V::load(&xr[v * LANES..]);
         }
-        for (o, a) in acc.iter_mut().enumerate() {
-            let wv = V::splat(w[(o0 + o) * inp + i]);
+        for (a, w1) in acc.iter_mut().zip(&wr) {
+            let wv = V::splat(w1[i]);
             for (av, xv) in a.iter_mut().zip(&x) {
                 *av = wv.mul_add(*xv, *av);
             }
@@ -192,12 +202,15 @@ fn fc_weight_grad_tile<T: Scalar, V: Vector<T>, const OT: usize, const IV: usize
 ) {
     let mut acc = [[V::splat(T::zero()); IV]; OT];
     for r in 0..n {
+        // Fixed-length row slices: no bounds check per output or vector.
+        let xr = &x[r * xs + i0..][..IV * LANES];
+        let dyr = &dy[r * dys + o0..][..OT];
         let mut xv = [V::splat(T::zero()); IV];
         for (v, x1) in xv.iter_mut().enumerate() {
-            *x1 = V::load(&x[r * xs + i0 + v * LANES..]);
+            *x1 = V::load(&xr[v * LANES..]);
         }
-        for (o, a) in acc.iter_mut().enumerate() {
-            let g = V::splat(dy[r * dys + o0 + o]);
+        for (a, &g) in acc.iter_mut().zip(dyr) {
+            let g = V::splat(g);
             for (av, x1) in a.iter_mut().zip(&xv) {
                 *av = g.mul_add(*x1, *av);
             }
@@ -289,13 +302,20 @@ fn fc_input_grad_tile<T: Scalar, V: Vector<T>, const RT: usize, const IV: usize>
     dx: &mut [T],
 ) {
     let mut acc = [[V::splat(T::zero()); IV]; RT];
+    // Each image's output-gradient row as a slice of length `out`, so that
+    // indexing it by `o < out` needs no bounds check in the loop.
+    let mut dyr: [&[T]; RT] = [&[]; RT];
+    for (r, d1) in dyr.iter_mut().enumerate() {
+        *d1 = &dy[(r0 + r) * dys..][..out];
+    }
     for o in 0..out {
+        let wr = &w[o * ws + i0..][..IV * LANES];
         let mut wv = [V::splat(T::zero()); IV];
         for (v, w1) in wv.iter_mut().enumerate() {
-            *w1 = V::load(&w[o * ws + i0 + v * LANES..]);
+            *w1 = V::load(&wr[v * LANES..]);
         }
-        for (r, a) in acc.iter_mut().enumerate() {
-            let g = V::splat(dy[(r0 + r) * dys + o]);
+        for (a, d1) in acc.iter_mut().zip(&dyr) {
+            let g = V::splat(d1[o]);
             for (av, w1) in a.iter_mut().zip(&wv) {
                 *av = g.mul_add(*w1, *av);
             }
