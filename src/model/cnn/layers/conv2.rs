@@ -33,16 +33,18 @@ pub fn conv2_pool<T: Scalar, V: Vector<T>>(
     for ph in 0..P2_SIDE {
         let mut acc = [[bias; CONV2_OUT]; 2];
         // Register tiles: both conv rows × all eight columns (16
-        // accumulators) where 32 vectors fit, one row × four columns at
-        // AVX2; each output's chain is the same.
+        // accumulators) where 32 vectors fit; at AVX2 both rows × three,
+        // three and two columns (6 accumulators of two registers each: 12
+        // of the 16, with the weight vector and a broadcast; one row × four
+        // columns left only 8 chains in flight for two FMA pipes of
+        // latency 4). Each output's chain is the same.
         if V::REGS >= 32 {
             conv2_tile::<T, V, 2, CONV2_OUT>(p1, wt, ph, 0, 0, &mut acc);
         } else {
-            for dr in 0..2 {
-                for ow in (0..CONV2_OUT).step_by(4) {
-                    conv2_tile::<T, V, 1, 4>(p1, wt, ph, dr, ow, &mut acc);
-                }
-            }
+            const _: () = assert!(CONV2_OUT == 8);
+            conv2_tile::<T, V, 2, 3>(p1, wt, ph, 0, 0, &mut acc);
+            conv2_tile::<T, V, 2, 3>(p1, wt, ph, 0, 3, &mut acc);
+            conv2_tile::<T, V, 2, 2>(p1, wt, ph, 0, 6, &mut acc);
         }
         for pw in 0..P2_SIDE {
             let (m, codes) = max4([
@@ -71,14 +73,24 @@ fn conv2_tile<T: Scalar, V: Vector<T>, const DR: usize, const OW: usize>(
     const C: usize = CONV1_CHANNELS;
     let mut t: [[V; OW]; DR] =
         std::array::from_fn(|d| std::array::from_fn(|o| acc[dr0 + d][ow0 + o]));
+    // Fixed-length slices (a tap's weights, a tile row's inputs), so that
+    // the loops over channels and columns index them without bounds checks.
     for kh in 0..KERNEL {
+        let mut rows: [&[T]; DR] = [&[]; DR];
+        for (d, r) in rows.iter_mut().enumerate() {
+            *r = &p1[(2 * ph + dr0 + d + kh) * P1_SIDE * C + ow0 * C..][..(OW + KERNEL - 1) * C];
+        }
         for kw in 0..KERNEL {
+            let wk = &wt[(kh * KERNEL + kw) * C * LANES..][..C * LANES];
+            let mut segs: [&[T]; DR] = [&[]; DR];
+            for (s, r) in segs.iter_mut().zip(&rows) {
+                *s = &r[kw * C..][..OW * C];
+            }
             for ci in 0..C {
-                let wv = V::load(&wt[((kh * KERNEL + kw) * C + ci) * LANES..]);
-                for (d, a) in t.iter_mut().enumerate() {
-                    let row = &p1[(2 * ph + dr0 + d + kh) * P1_SIDE * C + (ow0 + kw) * C + ci..];
+                let wv = V::load(&wk[ci * LANES..]);
+                for (a, seg) in t.iter_mut().zip(&segs) {
                     for (o, v) in a.iter_mut().enumerate() {
-                        *v = V::splat(row[o * C]).mul_add(wv, *v);
+                        *v = V::splat(seg[o * C + ci]).mul_add(wv, *v);
                     }
                 }
             }
