@@ -9,23 +9,26 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use scarsim::data::synthetic;
+use scarsim::data::{DatasetName, synthetic};
 use scarsim::model::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
-use scarsim::model::{IterCtx, Model};
+use scarsim::model::{CnnSpec, IterCtx, Model};
 
 fn model(partitioning: Partitioning, eval_examples: usize) -> Cnn {
     let data = Arc::new(synthetic::mnist_like(1, 0.05));
     Cnn::new(
         data,
         &CnnConfig {
-            partitioning,
-            batch_size: 64,
-            learning_rate: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            metric: CnnMetric::Subset {
-                examples: eval_examples,
+            spec: CnnSpec {
+                dataset: DatasetName::Mnist,
+                partitioning,
+                batch_size: 64,
+                learning_rate: 1e-3,
+                beta1: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                metric: CnnMetric::Subset {
+                    examples: eval_examples,
+                },
             },
             seed: 1,
         },

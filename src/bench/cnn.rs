@@ -17,7 +17,7 @@ use super::{BenchContext, HotKernel, Prepared, Work};
 use crate::data::{Classification, DatasetName};
 use crate::model::cnn::net::Arch;
 use crate::model::cnn::{Cnn, CnnConfig, CnnMetric, CnnState, CnnWorkspace, Partitioning};
-use crate::model::{IterCtx, Model};
+use crate::model::{CnnSpec, IterCtx, Model};
 
 /// Minibatch of the bundled CNN scenarios (SCAR Appendix D).
 const BATCH: usize = 64;
@@ -39,13 +39,16 @@ fn model(data: Arc<Classification>, metric: CnnMetric) -> Result<Cnn> {
     Cnn::new(
         data,
         &CnnConfig {
-            partitioning: Partitioning::ByLayer,
-            batch_size: BATCH,
-            learning_rate: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            metric,
+            spec: CnnSpec {
+                dataset: DatasetName::Mnist,
+                partitioning: Partitioning::ByLayer,
+                batch_size: BATCH,
+                learning_rate: 1e-3,
+                beta1: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                metric,
+            },
             seed: 1,
         },
     )

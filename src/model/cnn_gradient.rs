@@ -133,7 +133,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::data::synthetic;
+    use crate::data::{DatasetName, synthetic};
+    use crate::model::CnnSpec;
     use crate::model::cnn::{CnnConfig, Partitioning};
 
     fn small(loss_rows: usize) -> CnnGradient {
@@ -141,13 +142,16 @@ mod tests {
         let cnn = Cnn::new(
             data,
             &CnnConfig {
-                partitioning: Partitioning::ByLayer,
-                batch_size: 32,
-                learning_rate: 0.05,
-                beta1: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                metric: loss_metric(loss_rows),
+                spec: CnnSpec {
+                    dataset: DatasetName::Mnist,
+                    partitioning: Partitioning::ByLayer,
+                    batch_size: 32,
+                    learning_rate: 0.05,
+                    beta1: 0.9,
+                    beta2: 0.999,
+                    epsilon: 1e-8,
+                    metric: loss_metric(loss_rows),
+                },
                 seed: 4,
             },
         )
@@ -252,13 +256,16 @@ mod tests {
         let cnn = Cnn::new(
             data,
             &CnnConfig {
-                partitioning: Partitioning::ByLayer,
-                batch_size: 32,
-                learning_rate: 0.05,
-                beta1: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                metric: CnnMetric::RunningMean { window: 5 },
+                spec: CnnSpec {
+                    dataset: DatasetName::Mnist,
+                    partitioning: Partitioning::ByLayer,
+                    batch_size: 32,
+                    learning_rate: 0.05,
+                    beta1: 0.9,
+                    beta2: 0.999,
+                    epsilon: 1e-8,
+                    metric: CnnMetric::RunningMean { window: 5 },
+                },
                 seed: 4,
             },
         )

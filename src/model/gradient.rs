@@ -291,16 +291,8 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             let model = MlrGradient::new(mlr, loss_rows, seed);
             Ok(visitor.visit(&model, &data))
         }
-        GradientSpec::Cnn(CnnSpec {
-            dataset,
-            partitioning,
-            batch_size,
-            learning_rate,
-            beta1,
-            beta2,
-            epsilon,
-            ..
-        }) => {
+        GradientSpec::Cnn(spec) => {
+            let dataset = &spec.dataset;
             let d = cache.classification(*dataset, opts, seed)?;
             let data = GradientData {
                 dataset: dataset.to_string(),
@@ -316,13 +308,10 @@ pub fn build_gradient_and_visit<V: GradientVisitor>(
             let cnn = Cnn::new(
                 d,
                 &CnnConfig {
-                    partitioning: *partitioning,
-                    batch_size: *batch_size,
-                    learning_rate: *learning_rate,
-                    beta1: *beta1,
-                    beta2: *beta2,
-                    epsilon: *epsilon,
-                    metric: cnn_gradient::loss_metric(loss_rows),
+                    spec: CnnSpec {
+                        metric: cnn_gradient::loss_metric(loss_rows),
+                        ..*spec
+                    },
                     seed,
                 },
             )?;

@@ -35,7 +35,8 @@ pub struct MlrSpec {
 
 /// The LeNet-5-style CNN ([`Cnn`]): the fields of a scenario's `[model]`
 /// with `kind = "cnn"`, held by both registries ([`ModelSpec::Cnn`], and
-/// `GradientSpec::Cnn` for the wall-clock kinds).
+/// `GradientSpec::Cnn` for the wall-clock kinds) and, with a seed, by the
+/// model's own [`CnnConfig`](crate::model::cnn::CnnConfig).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CnnSpec {
     /// `mnist`.
@@ -193,16 +194,8 @@ pub fn build_and_visit<V: ModelVisitor>(
             });
             Ok(visitor.visit(&model, &used))
         }
-        ModelSpec::Cnn(CnnSpec {
-            dataset,
-            partitioning,
-            batch_size,
-            learning_rate,
-            beta1,
-            beta2,
-            epsilon,
-            metric,
-        }) => {
+        ModelSpec::Cnn(spec) => {
+            let dataset = &spec.dataset;
             let data = cache.classification(*dataset, opts, seed)?;
             // The CNN's criterion is a per-example mean and its minibatch is
             // fixed, so nothing is scaled on a smaller stand-in.
@@ -211,19 +204,7 @@ pub fn build_and_visit<V: ModelVisitor>(
                 provenance: data.provenance.clone(),
                 size_ratio: 1.0,
             };
-            let model = Cnn::new(
-                data,
-                &CnnConfig {
-                    partitioning: *partitioning,
-                    batch_size: *batch_size,
-                    learning_rate: *learning_rate,
-                    beta1: *beta1,
-                    beta2: *beta2,
-                    epsilon: *epsilon,
-                    metric: *metric,
-                    seed,
-                },
-            )?;
+            let model = Cnn::new(data, &CnnConfig { spec: *spec, seed })?;
             Ok(visitor.visit(&model, &used))
         }
         ModelSpec::Lda {

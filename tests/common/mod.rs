@@ -4,12 +4,37 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A test's temporary folder: removed when the test ends, whether it passed
+/// or not, unless `SCARSIM_KEEP_TEST_DIRS` is set (to inspect a failure).
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("SCARSIM_KEEP_TEST_DIRS").is_none() {
+            std::fs::remove_dir_all(&self.0).ok();
+        }
+    }
+}
+
 /// A fresh temporary folder for one test.
-pub fn tmpdir(name: &str) -> PathBuf {
+pub fn tmpdir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("scarsim-it-{name}-{}", std::process::id()));
     std::fs::remove_dir_all(&d).ok();
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 /// Runs the scarsim binary with `args` in `cwd`.

@@ -73,7 +73,7 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
-use super::{IterCtx, Model, ModelInfo};
+use super::{CnnSpec, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
 use crate::rng::{Purpose, stream};
 use net::{Arch, Net};
@@ -118,23 +118,14 @@ pub enum Partitioning {
     },
 }
 
-/// Hyper-parameters of the CNN.
+/// The CNN as a scenario specifies it ([`CnnSpec`]: partitioning, minibatch,
+/// Adam's hyper-parameters, convergence metric) and the seed of its
+/// initialisation and evaluation subset.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CnnConfig {
-    /// How the parameters are split into blocks.
-    pub partitioning: Partitioning,
-    /// Minibatch size b (clamped to the number of rows).
-    pub batch_size: usize,
-    /// Adam step size α.
-    pub learning_rate: f64,
-    /// Adam β1.
-    pub beta1: f64,
-    /// Adam β2.
-    pub beta2: f64,
-    /// Adam ε.
-    pub epsilon: f64,
-    /// The convergence metric.
-    pub metric: CnnMetric,
+    /// The scenario's `[model]` fields (its `dataset` names the data passed
+    /// to [`Cnn::new`] beside it).
+    pub spec: CnnSpec,
     /// Seed of the initialisation and of the evaluation subset.
     pub seed: u64,
 }
@@ -246,12 +237,12 @@ impl Cnn {
                 "the CNN needs {side}x{side} images that survive two 5x5 convolutions and 2x2 poolings evenly (28x28 does)"
             );
         };
-        if let Partitioning::ByShard { shards: 0 } = config.partitioning {
+        if let Partitioning::ByShard { shards: 0 } = config.spec.partitioning {
             bail!("by-shard partitioning needs at least one shard per tensor");
         }
-        let blocks = blocks_of(&arch, config.partitioning);
-        let batch = config.batch_size.clamp(1, data.rows);
-        let eval_n = match config.metric {
+        let blocks = blocks_of(&arch, config.spec.partitioning);
+        let batch = config.spec.batch_size.clamp(1, data.rows);
+        let eval_n = match config.spec.metric {
             CnnMetric::Subset { examples } => examples.clamp(1, data.rows),
             CnnMetric::RunningMean { window: 0 } => {
                 bail!("the running-mean metric needs a window of at least one minibatch")
@@ -411,7 +402,7 @@ impl Cnn {
     /// One Adam update of every block from the gradient `g`, each block with
     /// its own step counter (see the module documentation).
     fn adam(&self, state: &mut CnnState, g: &[f32]) {
-        let c = &self.config;
+        let c = &self.config.spec;
         for (blk, steps) in self.blocks.iter().zip(state.steps.iter_mut()) {
             *steps += 1;
             let r = blk.range.clone();
@@ -427,7 +418,7 @@ impl Cnn {
 }
 
 /// The scalars of the Adam update of a block at its step `t` (≥ 1).
-fn adam_step(c: &CnnConfig, t: u32) -> layers::AdamStep {
+fn adam_step(c: &CnnSpec, t: u32) -> layers::AdamStep {
     let t = t as i32;
     let bc1 = 1.0 - c.beta1.powi(t);
     let bc2 = 1.0 - c.beta2.powi(t);
@@ -447,7 +438,7 @@ impl Model for Cnn {
     type Workspace = CnnWorkspace;
 
     fn info(&self) -> ModelInfo {
-        let block_description = match self.config.partitioning {
+        let block_description = match self.config.spec.partitioning {
             Partitioning::ByLayer => {
                 "one weight or bias tensor of the LeNet-5-style CNN (by-layer), with its Adam state"
                     .to_string()
@@ -461,7 +452,7 @@ impl Model for Cnn {
             blocks: self.blocks.len(),
             parameters: self.arch.parameters(),
             block_description,
-            metric: match self.config.metric {
+            metric: match self.config.spec.metric {
                 CnnMetric::RunningMean { .. } => {
                     "mean cross-entropy of the last W minibatches (running mean)"
                 }
@@ -491,7 +482,7 @@ impl Model for Cnn {
             m: vec![0.0; n],
             v: vec![0.0; n],
             steps: vec![0; self.blocks.len()],
-            losses: match self.config.metric {
+            losses: match self.config.spec.metric {
                 CnnMetric::RunningMean { window } => {
                     vec![(self.data.classes as f64).ln(); window]
                 }
@@ -512,7 +503,7 @@ impl Model for Cnn {
     }
 
     fn metric(&self, state: &CnnState, ws: &mut CnnWorkspace) -> f64 {
-        if let CnnMetric::RunningMean { window } = self.config.metric {
+        if let CnnMetric::RunningMean { window } = self.config.spec.metric {
             return state.losses.iter().sum::<f64>() / window as f64;
         }
         self.subset_loss(&state.w, ws)

@@ -1,18 +1,21 @@
 use super::*;
-use crate::data::synthetic;
+use crate::data::{DatasetName, synthetic};
 use crate::model::NormKind;
 use crate::simd::Level;
 use net::{Arch, Net};
 
 fn config(partitioning: Partitioning) -> CnnConfig {
     CnnConfig {
-        partitioning,
-        batch_size: 64,
-        learning_rate: 1e-3,
-        beta1: 0.9,
-        beta2: 0.999,
-        epsilon: 1e-8,
-        metric: CnnMetric::Subset { examples: 200 },
+        spec: CnnSpec {
+            dataset: DatasetName::Mnist,
+            partitioning,
+            batch_size: 64,
+            learning_rate: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            metric: CnnMetric::Subset { examples: 200 },
+        },
         seed: 5,
     }
 }
@@ -311,9 +314,13 @@ fn rejects_images_that_are_not_square() {
 #[test]
 fn running_mean_metric_averages_the_last_window_of_minibatch_losses() {
     let data = Arc::new(synthetic::mnist_like(11, 0.02));
+    let base = config(Partitioning::ByLayer);
     let cfg = CnnConfig {
-        metric: CnnMetric::RunningMean { window: 3 },
-        ..config(Partitioning::ByLayer)
+        spec: CnnSpec {
+            metric: CnnMetric::RunningMean { window: 3 },
+            ..base.spec
+        },
+        ..base
     };
     let m = Cnn::new(data, &cfg).unwrap();
     let mut s = m.init();
