@@ -137,26 +137,24 @@ mod tests {
     use crate::model::CnnSpec;
     use crate::model::cnn::{CnnConfig, Partitioning};
 
-    fn small(loss_rows: usize) -> CnnGradient {
+    /// A small by-layer CNN on the MNIST-like stand-in with `metric`.
+    fn cnn(metric: CnnMetric) -> Cnn {
         let data = Arc::new(synthetic::mnist_like(11, 0.02));
-        let cnn = Cnn::new(
-            data,
-            &CnnConfig {
-                spec: CnnSpec {
-                    dataset: DatasetName::Mnist,
-                    partitioning: Partitioning::ByLayer,
-                    batch_size: 32,
-                    learning_rate: 0.05,
-                    beta1: 0.9,
-                    beta2: 0.999,
-                    epsilon: 1e-8,
-                    metric: loss_metric(loss_rows),
-                },
-                seed: 4,
-            },
-        )
-        .unwrap();
-        CnnGradient::new(cnn).unwrap()
+        let spec = CnnSpec {
+            dataset: DatasetName::Mnist,
+            partitioning: Partitioning::ByLayer,
+            batch_size: 32,
+            learning_rate: 0.05,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            metric,
+        };
+        Cnn::new(data, &CnnConfig { spec, seed: 4 }).unwrap()
+    }
+
+    fn small(loss_rows: usize) -> CnnGradient {
+        CnnGradient::new(cnn(loss_metric(loss_rows))).unwrap()
     }
 
     #[test]
@@ -252,24 +250,6 @@ mod tests {
 
     #[test]
     fn running_mean_cnn_is_refused() {
-        let data = Arc::new(synthetic::mnist_like(11, 0.02));
-        let cnn = Cnn::new(
-            data,
-            &CnnConfig {
-                spec: CnnSpec {
-                    dataset: DatasetName::Mnist,
-                    partitioning: Partitioning::ByLayer,
-                    batch_size: 32,
-                    learning_rate: 0.05,
-                    beta1: 0.9,
-                    beta2: 0.999,
-                    epsilon: 1e-8,
-                    metric: CnnMetric::RunningMean { window: 5 },
-                },
-                seed: 4,
-            },
-        )
-        .unwrap();
-        assert!(CnnGradient::new(cnn).is_err());
+        assert!(CnnGradient::new(cnn(CnnMetric::RunningMean { window: 5 })).is_err());
     }
 }
