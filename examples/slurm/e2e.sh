@@ -295,7 +295,10 @@ wait_job_allow_cancel() { # the other tasks must complete
     done
 }
 re=$(submit --array=1 --output="$T/log/job-%A_%a.out" "$HERE/scarsim-array.sbatch")
-mrg=$(submit --dependency=afterok:"$re" --output="$T/log/job-%j.out" "$HERE/merge-shards.sbatch")
+# The merge waits for the re-submitted task and for every task of the first
+# array to end (afterany: its task 1 ended cancelled); `afterok` on the
+# re-submitted task alone let it start before a slower task 3 had finished.
+mrg=$(submit --dependency=afterok:"$re",afterany:"$arr" --output="$T/log/job-%j.out" "$HERE/merge-shards.sbatch")
 say "2: re-submitted task 1 as job $re, merge job $mrg"
 wait_job_allow_cancel "$arr" 180
 wait_job "$re" 120
