@@ -57,6 +57,14 @@ pub fn stream_key(seed: u64, purpose: Purpose, a: u64, b: u64) -> u64 {
     mix64(h ^ b.rotate_left(17))
 }
 
+/// Seed of training run `run`'s own randomness (its minibatch order, and
+/// gradient noise where a model has it): every kind derives a run's
+/// [`crate::model::IterCtx::run_seed`] here, so trial `t` of any kind draws
+/// the same minibatches (common random numbers across points and series).
+pub fn run_seed(seed: u64, run: u64) -> u64 {
+    stream_key(seed, Purpose::DataOrder, run, 0)
+}
+
 /// A generator for stream `(seed, purpose, a, b)`.
 pub fn stream(seed: u64, purpose: Purpose, a: u64, b: u64) -> SimRng {
     let key = stream_key(seed, purpose, a, b);

@@ -20,8 +20,6 @@ use anyhow::{Result, bail};
 
 use crate::cluster::Delay;
 use crate::scenario::Scenario;
-use crate::scenario::faults::FaultsMeasure;
-use crate::scenario::protocol::Measure;
 
 /// Bytes one unit costs whatever its kind: its name, cost and shard slot,
 /// its record as a JSON value, decoded, and its `trials.csv` row and text
@@ -106,7 +104,7 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
-fn mul(a: u64, b: u64) -> u64 {
+pub(crate) fn mul(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
 }
 
@@ -117,21 +115,19 @@ pub fn unit_count(sc: &Scenario) -> u64 {
 }
 
 fn points_and_trials(sc: &Scenario) -> (u64, u64) {
-    let trials = sc.meta().trials as u64;
-    match sc {
-        Scenario::Recovery(r) => (r.points().len() as u64, trials),
-        Scenario::Perturbation(p) => (p.series.len() as u64, trials),
-        Scenario::Precision(p) => (p.precision.mantissa_bits.len() as u64, 1),
-        Scenario::Protocol(p) => (p.points().len() as u64, trials),
-        Scenario::Faults(f) => (f.point_count() as u64, trials),
-    }
+    super::kind::of(sc).points_and_trials()
 }
 
 use crate::scenario::limits::typical_delay as typical;
 
 /// Estimated updates of one training run of `horizon` seconds with up to
 /// `workers` workers: one per gradient (K = 1, the most).
-fn expected_updates(horizon: f64, workers: u64, compute: &Delay, comm: Option<&Delay>) -> u64 {
+pub(crate) fn expected_updates(
+    horizon: f64,
+    workers: u64,
+    compute: &Delay,
+    comm: Option<&Delay>,
+) -> u64 {
     let per = typical(compute) + comm.map_or(0.0, typical);
     let n = horizon / per.max(f64::MIN_POSITIVE) * workers as f64;
     if n.is_finite() {
@@ -147,64 +143,8 @@ pub fn footprint(sc: &Scenario) -> Footprint {
     let units = mul(points, trials);
     // What every kind has: one record per unit, one summary row per point.
     let mut bytes = mul(units, UNIT_BYTES).saturating_add(mul(points, ROW_BYTES));
-    match sc {
-        Scenario::Recovery(r) => {
-            // Per-trial data order: one unperturbed run's metrics per trial.
-            if r.data_order == crate::scenario::DataOrderMode::PerTrial {
-                let per_run = mul(r.convergence.max_iterations as u64, 16);
-                bytes = bytes.saturating_add(mul(trials, per_run));
-            }
-        }
-        Scenario::Perturbation(p) => {
-            // The unperturbed run's metrics and distances, once.
-            bytes = bytes.saturating_add(mul(p.max_iterations as u64, 32));
-        }
-        Scenario::Precision(p) => {
-            // A trace of at most 1,000 iterations per width, and the
-            // reference run's curves.
-            bytes = bytes
-                .saturating_add(mul(points, mul(1000, 4 * CURVE_POINT_BYTES)))
-                .saturating_add(mul(p.max_iterations as u64, 32));
-        }
-        Scenario::Protocol(p) => {
-            if let Measure::Training(t) = &p.measure {
-                let grid = t.grid_points() as u64;
-                // Loss and updates per grid time for every unit, and the
-                // curve table's rows per point.
-                bytes = bytes
-                    .saturating_add(mul(units, mul(grid, 2 * CURVE_POINT_BYTES)))
-                    .saturating_add(mul(points, mul(grid, ROW_BYTES)));
-                let workers = p.workers.iter().copied().max().unwrap_or(1) as u64;
-                let logged = mul(points, (t.record_trials as u64).min(trials));
-                let updates = expected_updates(
-                    t.horizon,
-                    workers,
-                    &p.compute_time,
-                    p.communication_time.as_ref(),
-                );
-                bytes = bytes.saturating_add(mul(logged, mul(updates, LOGGED_UPDATE_BYTES)));
-            }
-        }
-        Scenario::Faults(f) => match &f.measure {
-            FaultsMeasure::Wallclock(w) => {
-                let grid = w.grid_points() as u64;
-                bytes = bytes
-                    .saturating_add(mul(units, mul(grid, 2 * CURVE_POINT_BYTES)))
-                    .saturating_add(mul(points, mul(grid, ROW_BYTES)));
-            }
-            FaultsMeasure::Iterations(i) => {
-                bytes = bytes.saturating_add(mul(i.max_iterations as u64, 32));
-            }
-            FaultsMeasure::Interval(i) => {
-                // One time split per interval factor per unit, and a
-                // summary row per (MTBF, factor).
-                let factors = i.factors.len() as u64;
-                bytes = bytes
-                    .saturating_add(mul(units, mul(factors, INTERVAL_BYTES)))
-                    .saturating_add(mul(points, mul(factors, ROW_BYTES)));
-            }
-        },
-    }
+    // What a kind holds on top.
+    bytes = bytes.saturating_add(super::kind::of(sc).extra_bytes());
     Footprint {
         points,
         units: usize::try_from(units).unwrap_or(usize::MAX),

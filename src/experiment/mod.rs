@@ -1,26 +1,31 @@
 //! Running a validated scenario: plan its units, run them in parallel, and
-//! gather tidy tables. One module per scenario kind; [`units`] handles
+//! gather tidy tables. One module per scenario kind, each an
+//! [`Experiment`] implementation that [`kind::of`] finds for a scenario;
+//! [`tasks`] is the one unit loop and record codec, [`units`] handles
 //! shards, the journal and resuming.
 //!
 //! Every kind follows the same two steps, so sharding and resuming work the
-//! same way for all of them: `run_raw` computes the records of the units a
-//! run is responsible for (plus a context shared by all units, such as the
-//! unperturbed runs), and `tables` turns the records of *all* units into the
-//! output tables.
+//! same way for all of them: [`Experiment::run_raw`] computes the records of
+//! the units a run is responsible for (plus a context shared by all units,
+//! such as the unperturbed runs), and [`Experiment::tables`] turns the
+//! records of *all* units into the output tables.
 
 pub mod budget;
 pub mod cpu;
 pub mod execute;
 pub mod faults;
+pub mod kind;
 pub mod perturbation;
 pub mod precision;
 pub mod protocol;
 pub mod recovery;
 pub mod reference;
 pub mod shared_outcomes;
+pub mod tasks;
 pub mod units;
 
 pub use execute::run_and_write;
+pub use kind::{Experiment, of};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -32,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::{DataCache, DataOptions};
 use crate::engine::ForkMode;
 use crate::report::{Manifest, Table, manifest::Program, outdir};
-use crate::scenario::{self, Origin, Scenario};
+use crate::scenario::{Origin, Scenario};
 use units::{Driver, Records};
 
 /// How to run scenarios (from the command line).
@@ -94,13 +99,7 @@ pub fn unit_count(scenario: &Scenario) -> usize {
 
 /// A readable name for every unit, in unit order.
 pub fn unit_names(scenario: &Scenario) -> Vec<String> {
-    match scenario {
-        Scenario::Recovery(s) => recovery::unit_names(s),
-        Scenario::Perturbation(s) => perturbation::unit_names(s),
-        Scenario::Precision(s) => precision::unit_names(s),
-        Scenario::Protocol(s) => protocol::unit_names(s),
-        Scenario::Faults(s) => faults::unit_names(s),
-    }
+    kind::of(scenario).unit_names()
 }
 
 /// Runs the units `driver` assigns to this run.
@@ -110,13 +109,7 @@ pub fn run_raw(
     cache: &DataCache,
     driver: &Driver<'_>,
 ) -> Result<RawResult> {
-    match scenario {
-        Scenario::Recovery(s) => recovery::run_raw(s, opts, cache, driver),
-        Scenario::Perturbation(s) => perturbation::run_raw(s, opts, cache, driver),
-        Scenario::Precision(s) => precision::run_raw(s, opts, cache, driver),
-        Scenario::Protocol(s) => protocol::run_raw(s, opts, cache, driver),
-        Scenario::Faults(s) => faults::run_raw(s, opts, cache, driver),
-    }
+    kind::of(scenario).run_raw(opts, cache, driver)
 }
 
 /// Builds the output tables from the records of every unit.
@@ -125,13 +118,7 @@ pub fn run_raw(
 /// record that decodes but does not fit the scenario (e.g. a curve of the
 /// wrong length) is an error here, never a panic.
 pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
-    let build = || match scenario {
-        Scenario::Recovery(s) => recovery::tables(s, raw),
-        Scenario::Perturbation(s) => perturbation::tables(s, raw),
-        Scenario::Precision(s) => precision::tables(s, raw),
-        Scenario::Protocol(s) => protocol::tables(s, raw),
-        Scenario::Faults(s) => faults::tables(s, raw),
-    };
+    let build = || kind::of(scenario).tables(raw);
     crate::report::guard::without_panics(build).unwrap_or_else(|message| {
         Err(anyhow::anyhow!(
             "the unit records do not fit scenario `{}` ({message}): a journal or shard was edited, \
@@ -308,12 +295,9 @@ pub struct Plan {
 
 /// Measures what running `scenario` will cost, without running its trials.
 pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
-    match scenario {
-        Scenario::Recovery(s) => recovery::plan(s, opts, cache),
-        Scenario::Perturbation(_)
-        | Scenario::Precision(_)
-        | Scenario::Protocol(_)
-        | Scenario::Faults(_) => plan_by_sample(scenario, opts, cache),
+    match kind::of(scenario).plan(opts, cache) {
+        Some(plan) => plan,
+        None => plan_by_sample(scenario, opts, cache),
     }
 }
 
@@ -322,98 +306,15 @@ pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result
 /// work and the time is scaled up, so `--plan` never runs a huge unit.
 const PLAN_SAMPLE_WORK: f64 = 20_000.0;
 
-/// `sc` with the work of each unit cut to about [`PLAN_SAMPLE_WORK`], and the
-/// factor by which the real units' work is larger (1 if `sc` is small enough).
-fn plan_sample(sc: &Scenario) -> (Scenario, f64) {
-    let mut small = sc.clone();
-    let cut = |work: f64| (work / PLAN_SAMPLE_WORK).max(1.0);
-    let factor = match &mut small {
-        Scenario::Precision(p) => {
-            let spec = &mut p.precision;
-            let f = cut(spec.iterations as f64);
-            if f > 1.0 {
-                spec.iterations = PLAN_SAMPLE_WORK as usize;
-                spec.tail = spec.tail.min(spec.iterations / 2).max(1);
-            }
-            f
-        }
-        Scenario::Protocol(p) => {
-            let workers = p.workers.iter().copied().max().unwrap_or(1) as f64;
-            let per =
-                p.compute_time.mean() + p.communication_time.as_ref().map_or(0.0, |d| d.mean());
-            match &mut p.measure {
-                scenario::protocol::Measure::Runtime(rt) => {
-                    let f = cut((rt.warmup_updates + rt.updates) as f64);
-                    if f > 1.0 {
-                        rt.warmup_updates = (rt.warmup_updates as f64 / f) as u64;
-                        rt.updates = ((rt.updates as f64 / f) as u64).max(1);
-                    }
-                    f
-                }
-                scenario::protocol::Measure::Training(t) => {
-                    let events = if per.is_finite() && per > 0.0 {
-                        t.horizon / per * workers
-                    } else {
-                        1.0
-                    };
-                    let f = cut(events);
-                    t.horizon /= f;
-                    f
-                }
-            }
-        }
-        Scenario::Faults(fs) => match &mut fs.measure {
-            scenario::faults::FaultsMeasure::Wallclock(w) => {
-                let workers = w.workers.iter().copied().max().unwrap_or(1) as f64;
-                let per =
-                    w.compute_time.mean() + w.communication_time.as_ref().map_or(0.0, |d| d.mean());
-                let events = if per.is_finite() && per > 0.0 {
-                    w.horizon / per * workers
-                } else {
-                    1.0
-                };
-                let f = cut(events);
-                w.horizon /= f;
-                f
-            }
-            scenario::faults::FaultsMeasure::Interval(i) => {
-                // Steps of a timeline: segments plus failures (the parser
-                // bounds their expected number).
-                let steps = i
-                    .mtbf
-                    .iter()
-                    .flat_map(|&m| i.factors.iter().map(move |&f| (m, f)))
-                    .map(|(m, f)| {
-                        let tau = f * crate::faults::daly::daly_interval(i.checkpoint_time, m);
-                        crate::faults::daly::expected_wall_time(
-                            i.solve_time,
-                            tau,
-                            i.checkpoint_time,
-                            i.restart_time,
-                            m,
-                        ) / m
-                            + i.solve_time / tau
-                    })
-                    .fold(1.0, f64::max);
-                let f = cut(steps);
-                i.solve_time /= f;
-                f
-            }
-            scenario::faults::FaultsMeasure::Iterations(_) => 1.0,
-        },
-        Scenario::Recovery(_) | Scenario::Perturbation(_) => 1.0,
-    };
-    (small, factor)
-}
-
 /// A plan for kinds without an unperturbed run: time the costliest unit
-/// (cut down to a small sample of its work, see [`plan_sample`]) and
+/// (cut down to a small sample of its work, see [`Experiment::cut_work`]) and
 /// extrapolate by the units' relative costs.
 fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     let units = unit_count(scenario);
     let never = AtomicBool::new(false);
     let hidden = ProgressBar::hidden();
-    let (sample, factor) = plan_sample(scenario);
+    let mut sample = scenario.clone();
+    let factor = kind::of_mut(&mut sample).cut_work(PLAN_SAMPLE_WORK);
     // With one shard per unit, shard 0 holds exactly the costliest unit.
     let one = units::Shard {
         index: 0,
@@ -432,7 +333,7 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
     let sample_seconds = (total - setup) * factor;
     // Unit costs are what the kind uses to balance shards (e.g. workers per
     // protocol unit); the costliest one was timed.
-    let costs = unit_costs(scenario);
+    let costs = kind::of(scenario).unit_costs();
     debug_assert_eq!(costs.len(), units);
     let max = costs.iter().cloned().fold(f64::MIN_POSITIVE, f64::max);
     Ok(Plan {
@@ -444,18 +345,6 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
         memory_bytes: peak_memory_bytes().unwrap_or(0),
         unit_costs: costs,
     })
-}
-
-/// The relative expected cost of every unit of kinds that balance by a
-/// static estimate.
-fn unit_costs(scenario: &Scenario) -> Vec<f64> {
-    match scenario {
-        Scenario::Recovery(s) => vec![1.0; recovery::unit_names(s).len()],
-        Scenario::Perturbation(s) => perturbation::unit_costs(s),
-        Scenario::Precision(s) => vec![1.0; s.precision.mantissa_bits.len()],
-        Scenario::Protocol(s) => protocol::unit_costs(s),
-        Scenario::Faults(s) => faults::unit_costs(s),
-    }
 }
 
 /// Reads a finished results folder's manifest (for plotting and merging);

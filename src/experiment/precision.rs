@@ -23,17 +23,19 @@
 //! count: at p close to 53 it is of the same size as the rounding studied.
 
 use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::reference::{ReferenceFacts, decode_records, reference};
+use super::budget::{CURVE_POINT_BYTES, mul};
+use super::kind::Experiment;
+use super::reference::{ReferenceFacts, reference};
+use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::model::{DataUsed, IterCtx, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, fmt_f64};
-use crate::rng::{Purpose, stream_key};
+use crate::rng::run_seed;
 use crate::scenario::PrecisionScenario;
 use crate::theory::precision::round_all;
 use crate::theory::{
@@ -117,6 +119,59 @@ pub const TRACE_COLUMNS: &[&str] = &[
     "rounding_norm",
 ];
 
+impl Experiment for PrecisionScenario {
+    fn points_and_trials(&self) -> (u64, u64) {
+        // One deterministic run per mantissa width.
+        (self.precision.mantissa_bits.len() as u64, 1)
+    }
+
+    fn unit_names(&self) -> Vec<String> {
+        unit_names(self)
+    }
+
+    fn unit_costs(&self) -> Vec<f64> {
+        vec![1.0; self.precision.mantissa_bits.len()]
+    }
+
+    fn datasets(&self) -> Vec<DatasetName> {
+        Some(self.model.dataset())
+            .filter(|d| *d != DatasetName::None)
+            .into_iter()
+            .collect()
+    }
+
+    fn extra_bytes(&self) -> u64 {
+        // A trace of at most 1,000 iterations per width, and the reference
+        // run's curves.
+        let widths = self.precision.mantissa_bits.len() as u64;
+        mul(widths, mul(1000, 4 * CURVE_POINT_BYTES))
+            .saturating_add(mul(self.max_iterations as u64, 32))
+    }
+
+    fn run_raw(
+        &self,
+        opts: &RunOptions,
+        cache: &DataCache,
+        driver: &Driver<'_>,
+    ) -> Result<RawResult> {
+        run_raw(self, opts, cache, driver)
+    }
+
+    fn tables(&self, raw: &RawResult) -> Result<Outcome> {
+        tables(self, raw)
+    }
+
+    fn cut_work(&mut self, work: f64) -> f64 {
+        let spec = &mut self.precision;
+        let factor = (spec.iterations as f64 / work).max(1.0);
+        if factor > 1.0 {
+            spec.iterations = work as usize;
+            spec.tail = spec.tail.min(spec.iterations / 2).max(1);
+        }
+        factor
+    }
+}
+
 /// A readable name for every unit (one per mantissa width): `mantissa_bits=<p>`.
 pub fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
     scenario
@@ -148,7 +203,7 @@ pub struct PrecisionContext {
 }
 
 /// Runs the mantissa widths of `scenario` that `driver` assigns to this run.
-pub fn run_raw(
+fn run_raw(
     scenario: &PrecisionScenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -199,7 +254,7 @@ impl ModelVisitor for Visitor<'_> {
                 sc.model.kind_name()
             );
         };
-        let run_seed = stream_key(sc.meta.seed, Purpose::DataOrder, 0, 0);
+        let run_seed = run_seed(sc.meta.seed, 0);
         let reference = reference(
             model,
             &sc.model,
@@ -213,12 +268,12 @@ impl ModelVisitor for Visitor<'_> {
         let n = flat.param_count();
         let stride = spec.iterations.div_ceil(1000).max(1);
         let (mine, todo) = driver.assign(&vec![1.0; spec.mantissa_bits.len()]);
-        let done: Vec<Option<(usize, serde_json::Value)>> = todo
-            .par_iter()
-            .map(|&u| -> Result<Option<(usize, serde_json::Value)>> {
-                if driver.cancelled() {
-                    return Ok(None);
-                }
+        // One width per task, each with its own workspace.
+        let done = driver.run_units(
+            &todo,
+            1,
+            || (),
+            |_, u| {
                 let bits = spec.mantissa_bits[u];
                 let mut ws = model.workspace();
                 let mut params = vec![0.0; n];
@@ -267,11 +322,9 @@ impl ModelVisitor for Visitor<'_> {
                         &mut ws,
                     );
                 }
-                let record = (u, serde_json::to_value(run)?);
-                driver.finished(std::slice::from_ref(&record))?;
-                Ok(Some(record))
-            })
-            .collect::<Result<_>>()?;
+                Ok(run)
+            },
+        )?;
         let records = driver.collect(done, &mine)?;
         let context = PrecisionContext {
             reference: reference.facts(),
@@ -289,7 +342,7 @@ impl ModelVisitor for Visitor<'_> {
 }
 
 /// Builds the output tables from the records of every unit.
-pub fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
+fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
     let ctx: PrecisionContext = serde_json::from_value(raw.context.clone())
         .context("malformed precision context (was it written by another version?)")?;
     let runs: Vec<PrecisionRun> = decode_records(&unit_names(sc), raw)?;

@@ -6,13 +6,15 @@
 //! of the blocks). Comparisons between series are therefore paired, and
 //! Theorem 3.1 (‖δ′‖ ≤ ‖δ‖) can be checked trial by trial.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use rand::seq::SliceRandom;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::budget::mul;
+use super::kind::Experiment;
 use super::shared_outcomes::{RunKey, RunShare, TrialKey, share_identical, unit_key};
+use super::tasks::{decode_records, encode};
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
@@ -23,7 +25,7 @@ use crate::engine::{
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
 use crate::report::{Table, fmt_f64};
-use crate::rng::{Purpose, stream, stream_key};
+use crate::rng::{Purpose, stream};
 use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
 use crate::stats::Summary;
 use crate::theory::{PredictionAccuracy, RecoveryPredictor};
@@ -81,11 +83,58 @@ pub const TRIAL_COLUMNS: &[&str] = &[
     "predicted_rework",
 ];
 
+impl Experiment for RecoveryScenario {
+    fn points_and_trials(&self) -> (u64, u64) {
+        (self.points().len() as u64, self.meta.trials as u64)
+    }
+
+    fn unit_names(&self) -> Vec<String> {
+        unit_names(self)
+    }
+
+    fn unit_costs(&self) -> Vec<f64> {
+        // Balanced by each unit's failure iteration in `run_raw`, once the
+        // unperturbed runs are known; `--plan` times those runs instead.
+        vec![1.0; units(self).len()]
+    }
+
+    fn datasets(&self) -> Vec<DatasetName> {
+        vec![self.model.dataset()]
+    }
+
+    fn extra_bytes(&self) -> u64 {
+        // Per-trial data order: one unperturbed run's metrics per trial.
+        match self.data_order {
+            DataOrderMode::PerTrial => mul(
+                self.meta.trials as u64,
+                mul(self.convergence.max_iterations as u64, 16),
+            ),
+            DataOrderMode::Shared => 0,
+        }
+    }
+
+    fn run_raw(
+        &self,
+        opts: &RunOptions,
+        cache: &DataCache,
+        driver: &Driver<'_>,
+    ) -> Result<RawResult> {
+        run_raw(self, opts, cache, driver)
+    }
+
+    fn tables(&self, raw: &RawResult) -> Result<Outcome> {
+        tables(self, raw)
+    }
+
+    fn plan(&self, opts: &RunOptions, cache: &DataCache) -> Option<Result<super::Plan>> {
+        Some(plan(self, opts, cache))
+    }
+}
+
 /// Seed of the data order of trial `trial` (all trials share trial 0's in
 /// `shared` mode).
 pub fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
-    let t = baseline_index(scenario, trial) as u64;
-    stream_key(scenario.meta.seed, Purpose::DataOrder, t, 0)
+    crate::rng::run_seed(scenario.meta.seed, baseline_index(scenario, trial) as u64)
 }
 
 /// Which unperturbed run trial `trial` forks from: the one shared run, or
@@ -141,7 +190,7 @@ pub struct RecoveryContext {
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
-pub fn run_raw(
+fn run_raw(
     scenario: &RecoveryScenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -277,9 +326,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                         })
                         .collect();
                     share.store(outcomes.iter().copied());
-                    for (u, o) in outcomes {
-                        taken.push((u, serde_json::to_value(o)?));
-                    }
+                    taken.extend(encode(outcomes)?);
                 }
                 run
             }
@@ -303,58 +350,48 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
         let driver = self.driver;
         let stop = || driver.cancelled();
-        let done: Vec<Vec<(usize, serde_json::Value)>> = cohorts
-            .par_iter()
-            .map_init(
-                || model.workspace(),
-                |ws, cohort| -> Result<Vec<(usize, serde_json::Value)>> {
-                    if driver.cancelled() {
-                        return Ok(Vec::new());
+        let done = driver.run_tasks(
+            &cohorts,
+            || model.workspace(),
+            |ws, cohort| {
+                let baseline = &baselines[baseline_index(units[cohort[0]].1)];
+                let setups = cohort
+                    .iter()
+                    .map(|&u| prep(u).setup(&points[units[u].0], seed, units[u].1))
+                    .collect();
+                let Some(outcomes) = run_cohort(
+                    model,
+                    baseline,
+                    &convergence,
+                    setups,
+                    EngineOptions {
+                        fork: self.opts.fork_mode,
+                        certify: self.opts.certify_metric,
+                    },
+                    ws,
+                    &stop,
+                ) else {
+                    return Ok(None);
+                };
+                let mut computed = Vec::with_capacity(cohort.len());
+                for (&u, o) in cohort.iter().zip(outcomes) {
+                    for &f in &followers[u] {
+                        computed.push((
+                            f,
+                            TrialOutcome {
+                                lost_blocks: prep(f).lost.len(),
+                                ..o
+                            },
+                        ));
                     }
-                    let baseline = &baselines[baseline_index(units[cohort[0]].1)];
-                    let setups = cohort
-                        .iter()
-                        .map(|&u| prep(u).setup(&points[units[u].0], seed, units[u].1))
-                        .collect();
-                    let Some(outcomes) = run_cohort(
-                        model,
-                        baseline,
-                        &convergence,
-                        setups,
-                        EngineOptions {
-                            fork: self.opts.fork_mode,
-                            certify: self.opts.certify_metric,
-                        },
-                        ws,
-                        &stop,
-                    ) else {
-                        return Ok(Vec::new());
-                    };
-                    let mut computed = Vec::with_capacity(cohort.len());
-                    for (&u, o) in cohort.iter().zip(outcomes) {
-                        for &f in &followers[u] {
-                            computed.push((
-                                f,
-                                TrialOutcome {
-                                    lost_blocks: prep(f).lost.len(),
-                                    ..o
-                                },
-                            ));
-                        }
-                        computed.push((u, o));
-                    }
-                    if let Some(share) = &across {
-                        share.store(computed.iter().copied());
-                    }
-                    let records = computed
-                        .into_iter()
-                        .map(|(u, o)| Ok((u, serde_json::to_value(o)?)))
-                        .collect::<Result<Vec<_>>>()?;
-                    driver.finished(&records)?;
-                    Ok(records)
-                },
-            )
-            .collect::<Result<_>>()?;
+                    computed.push((u, o));
+                }
+                if let Some(share) = &across {
+                    share.store(computed.iter().copied());
+                }
+                Ok(Some(computed))
+            },
+        )?;
         let records = driver.collect(done.into_iter().chain([taken]), &mine)?;
         let context = RecoveryContext {
             baselines: baselines.iter().map(|b| b.metrics.clone()).collect(),
@@ -516,41 +553,12 @@ pub(super) fn prepare(
 }
 
 /// Builds the output tables from the records of every unit.
-pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
+fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
     let ctx: RecoveryContext = serde_json::from_value(raw.context.clone())
         .context("malformed recovery context (was it written by another version?)")?;
     let points = sc.points();
     let units = units(sc);
-    let missing: Vec<usize> = (0..units.len())
-        .filter(|u| !raw.records.contains_key(u))
-        .collect();
-    if !missing.is_empty() {
-        let names = unit_names(sc);
-        bail!(
-            "{} of {} units have no result, e.g. {}",
-            missing.len(),
-            units.len(),
-            missing
-                .iter()
-                .take(5)
-                .map(|&u| names[u].as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    let mut outcomes: Vec<TrialOutcome> = Vec::with_capacity(units.len());
-    for (u, r) in &raw.records {
-        if *u >= units.len() {
-            bail!(
-                "unit {u} does not exist in this scenario ({} units)",
-                units.len()
-            );
-        }
-        outcomes.push(
-            serde_json::from_value(r.clone())
-                .with_context(|| format!("malformed record of unit {u}"))?,
-        );
-    }
+    let outcomes: Vec<TrialOutcome> = decode_records(&unit_names(sc), raw)?;
     // Theorem 1 with the online estimates of c and ‖x(0) − x*‖ at the failure,
     // for this trial's own recovery perturbation (NaN: too early to estimate).
     let predicted = |t: usize, o: &TrialOutcome| {
@@ -668,11 +676,7 @@ pub fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
 }
 
 /// What `run --plan` measures: the unperturbed run and one cohort iteration.
-pub fn plan(
-    scenario: &RecoveryScenario,
-    opts: &RunOptions,
-    cache: &DataCache,
-) -> Result<super::Plan> {
+fn plan(scenario: &RecoveryScenario, opts: &RunOptions, cache: &DataCache) -> Result<super::Plan> {
     build_and_visit(
         &scenario.model,
         cache,

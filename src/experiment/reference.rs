@@ -19,10 +19,8 @@
 //!   are reported); `analytic` = the model's known rate (QP).
 //! - ‖x(0) − x*‖: the model's own norm ([`Model::distance`]) between x(0) and x*.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
-
-use super::RawResult;
 
 use crate::engine::{Baseline, Convergence, run_baseline};
 use crate::model::{IterCtx, Model, ModelSpec};
@@ -264,29 +262,4 @@ impl ReferenceFacts {
             "rate_analytic": if self.rate_analytic.is_nan() { None } else { Some(self.rate_analytic) },
         })
     }
-}
-
-/// The records of every unit of a run, decoded, in unit order; `names` are
-/// the units' readable names (for the error when some are missing).
-pub fn decode_records<T: serde::de::DeserializeOwned>(
-    names: &[String],
-    raw: &RawResult,
-) -> Result<Vec<T>> {
-    let n = names.len();
-    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
-        bail!(
-            "{} of {n} units have no result, e.g. {}",
-            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
-            names[missing]
-        );
-    }
-    if let Some(extra) = raw.records.keys().find(|&&u| u >= n) {
-        bail!("unit {extra} does not exist in this scenario ({n} units)");
-    }
-    (0..n)
-        .map(|u| {
-            serde_json::from_value(raw.records[&u].clone())
-                .with_context(|| format!("malformed record of unit {u} ({})", names[u]))
-        })
-        .collect()
 }

@@ -149,7 +149,7 @@ impl CheckpointPolicy {
 
     /// Blocks saved per checkpoint, ⌈r·n⌉ (so 1/r checkpoints can cover every block).
     pub fn blocks_per_checkpoint(&self, blocks: usize) -> usize {
-        ((self.fraction * blocks as f64 - 1e-9).ceil() as usize).clamp(1, blocks.max(1))
+        blocks_per_checkpoint(self.fraction, blocks)
     }
 
     /// Whether every checkpoint saves every block.
@@ -316,10 +316,8 @@ impl SelectorState {
         match selector {
             Selector::Priority => {
                 self.score(model, current, saved);
-                if count < n {
-                    self.scored.select_nth_unstable_by(count, by_priority);
-                }
-                self.chosen.extend(self.scored[..count].iter().map(|s| s.1));
+                let chosen = most_moved(&mut self.scored, count);
+                self.chosen.extend(chosen);
             }
             Selector::Round => {
                 for i in 0..count {
@@ -432,6 +430,28 @@ impl SelectorState {
         self.scored
             .extend((0..model.block_count()).map(|b| (model.block_distance(current, saved, b), b)));
     }
+}
+
+/// Blocks a partial checkpoint of fraction r saves out of `blocks`: ⌈r·n⌉,
+/// at least one (SCAR §4.2; the tolerance keeps r·n = 98 at 98).
+pub fn blocks_per_checkpoint(fraction: f64, blocks: usize) -> usize {
+    ((fraction * blocks as f64 - 1e-9).ceil() as usize).clamp(1, blocks.max(1))
+}
+
+/// The prioritized selector's choice (SCAR §4.2): the `count` blocks of
+/// `scored` (distance from the saved copy, block index) that moved most,
+/// ties to the lower index, by increasing index. Reorders `scored`.
+pub fn most_moved(scored: &mut [(f64, usize)], count: usize) -> Vec<usize> {
+    let count = count.min(scored.len());
+    if count == 0 {
+        return Vec::new();
+    }
+    if count < scored.len() {
+        scored.select_nth_unstable_by(count, by_priority);
+    }
+    let mut chosen: Vec<usize> = scored[..count].iter().map(|s| s.1).collect();
+    chosen.sort_unstable();
+    chosen
 }
 
 /// Largest distance first; ties go to the lower block index.

@@ -162,30 +162,7 @@ impl ReproduceOptions {
 
 /// The datasets a scenario trains on.
 pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
-    match sc {
-        Scenario::Recovery(r) => vec![r.model.dataset()],
-        Scenario::Perturbation(p) => vec![p.model.dataset()]
-            .into_iter()
-            .filter(|d| *d != DatasetName::None)
-            .collect(),
-        Scenario::Precision(p) => vec![p.model.dataset()]
-            .into_iter()
-            .filter(|d| *d != DatasetName::None)
-            .collect(),
-        Scenario::Protocol(p) => match &p.measure {
-            crate::scenario::protocol::Measure::Training(tc) => {
-                tc.model.dataset().into_iter().collect()
-            }
-            crate::scenario::protocol::Measure::Runtime(_) => Vec::new(),
-        },
-        Scenario::Faults(f) => match &f.measure {
-            crate::scenario::faults::FaultsMeasure::Wallclock(w) => {
-                w.model.dataset().into_iter().collect()
-            }
-            crate::scenario::faults::FaultsMeasure::Iterations(i) => vec![i.model.dataset()],
-            crate::scenario::faults::FaultsMeasure::Interval(_) => Vec::new(),
-        },
-    }
+    crate::experiment::of(sc).datasets()
 }
 
 /// Real data or a stand-in, and why.

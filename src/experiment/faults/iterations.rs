@@ -5,13 +5,14 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{COMPARISON_COLUMNS, ITERATIONS_SUMMARY_COLUMNS, run_seed, run_units};
+use super::{COMPARISON_COLUMNS, ITERATIONS_SUMMARY_COLUMNS, run_units};
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
 use crate::faults::overhead::{IterationCosts, IterationFailure, IterationRun, run_iterations};
 use crate::model::{DataUsed, Model, ModelVisitor};
 use crate::policy::{Placement, RecoveryPolicy};
 use crate::report::{Table, fmt_f64};
+use crate::rng::run_seed;
 use crate::rng::{Purpose, stream};
 use crate::scenario::faults::{FaultsScenario, IterationsConfig};
 use crate::stats::Summary;
@@ -52,7 +53,7 @@ impl ModelVisitor for IterationsVisitor<'_> {
         let (sc, cfg) = (self.sc, self.cfg);
         // The unperturbed run (shared data order): the criterion is its metric
         // at `criterion_iteration`; B is the first iteration that meets it.
-        let seed = run_seed(sc, 0);
+        let seed = run_seed(sc.meta.seed, 0);
         let mut ws = model.workspace();
         let mut state = model.init();
         let mut metrics = Vec::with_capacity(cfg.criterion_iteration + 1);

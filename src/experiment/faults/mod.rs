@@ -14,16 +14,18 @@
 //!   `optimum.csv` puts the simulated best interval next to Young's and Daly's.
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde_json::json;
 
+use super::budget::{CURVE_POINT_BYTES, INTERVAL_BYTES, ROW_BYTES, mul};
+use super::kind::Experiment;
+use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
-use crate::data::DataCache;
+use crate::data::{DataCache, DatasetName};
 use crate::faults::PsRun;
+use crate::faults::daly;
 use crate::model::build_and_visit;
 use crate::model::gradient::build_gradient_and_visit;
-use crate::rng::{Purpose, stream_key};
 use crate::scenario::faults::{FaultsMeasure, FaultsScenario};
 
 mod interval;
@@ -205,6 +207,104 @@ pub const OPTIMUM_COLUMNS: &[&str] = &[
     "daly_agrees",
 ];
 
+impl Experiment for FaultsScenario {
+    fn points_and_trials(&self) -> (u64, u64) {
+        (self.point_count() as u64, self.meta.trials as u64)
+    }
+
+    fn unit_names(&self) -> Vec<String> {
+        unit_names(self)
+    }
+
+    fn unit_costs(&self) -> Vec<f64> {
+        unit_costs(self)
+    }
+
+    fn datasets(&self) -> Vec<DatasetName> {
+        match &self.measure {
+            FaultsMeasure::Wallclock(w) => w.model.dataset().into_iter().collect(),
+            FaultsMeasure::Iterations(i) => vec![i.model.dataset()],
+            FaultsMeasure::Interval(_) => Vec::new(),
+        }
+    }
+
+    fn extra_bytes(&self) -> u64 {
+        let (points, trials) = self.points_and_trials();
+        let units = mul(points, trials);
+        match &self.measure {
+            FaultsMeasure::Wallclock(w) => {
+                let grid = w.grid_points() as u64;
+                mul(units, mul(grid, 2 * CURVE_POINT_BYTES))
+                    .saturating_add(mul(points, mul(grid, ROW_BYTES)))
+            }
+            FaultsMeasure::Iterations(i) => mul(i.max_iterations as u64, 32),
+            FaultsMeasure::Interval(i) => {
+                // One time split per interval factor per unit, and a summary
+                // row per (MTBF, factor).
+                let factors = i.factors.len() as u64;
+                mul(units, mul(factors, INTERVAL_BYTES))
+                    .saturating_add(mul(points, mul(factors, ROW_BYTES)))
+            }
+        }
+    }
+
+    fn run_raw(
+        &self,
+        opts: &RunOptions,
+        cache: &DataCache,
+        driver: &Driver<'_>,
+    ) -> Result<RawResult> {
+        run_raw(self, opts, cache, driver)
+    }
+
+    fn tables(&self, raw: &RawResult) -> Result<Outcome> {
+        tables(self, raw)
+    }
+
+    fn cut_work(&mut self, work: f64) -> f64 {
+        let cut = |w: f64| (w / work).max(1.0);
+        match &mut self.measure {
+            FaultsMeasure::Wallclock(w) => {
+                let workers = w.workers.iter().copied().max().unwrap_or(1) as f64;
+                let per =
+                    w.compute_time.mean() + w.communication_time.as_ref().map_or(0.0, |d| d.mean());
+                let events = if per.is_finite() && per > 0.0 {
+                    w.horizon / per * workers
+                } else {
+                    1.0
+                };
+                let f = cut(events);
+                w.horizon /= f;
+                f
+            }
+            FaultsMeasure::Interval(i) => {
+                // Steps of a timeline: segments plus failures (the parser
+                // bounds their expected number).
+                let steps = i
+                    .mtbf
+                    .iter()
+                    .flat_map(|&m| i.factors.iter().map(move |&f| (m, f)))
+                    .map(|(m, f)| {
+                        let tau = f * daly::daly_interval(i.checkpoint_time, m);
+                        daly::expected_wall_time(
+                            i.solve_time,
+                            tau,
+                            i.checkpoint_time,
+                            i.restart_time,
+                            m,
+                        ) / m
+                            + i.solve_time / tau
+                    })
+                    .fold(1.0, f64::max);
+                let f = cut(steps);
+                i.solve_time /= f;
+                f
+            }
+            FaultsMeasure::Iterations(_) => 1.0,
+        }
+    }
+}
+
 /// Readable unit names, in unit order.
 pub fn unit_names(sc: &FaultsScenario) -> Vec<String> {
     let trials = sc.meta.trials;
@@ -263,46 +363,17 @@ fn run_units<W: Send>(
 ) -> Result<RawResult> {
     let units = units(sc);
     let (mine, todo) = driver.assign(&unit_costs(sc));
-    let done: Vec<Vec<(usize, serde_json::Value)>> = todo
-        .par_chunks(2)
-        .map_init(
-            &init,
-            |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
-                if driver.cancelled() {
-                    return Ok(Vec::new());
-                }
-                let records = chunk
-                    .iter()
-                    .map(|&u| Ok((u, unit(ws, units[u].0, units[u].1)?)))
-                    .collect::<Result<Vec<_>>>()?;
-                driver.finished(&records)?;
-                Ok(records)
-            },
-        )
-        .collect::<Result<_>>()?;
+    let done = driver.run_units(&todo, 2, init, |ws, u| unit(ws, units[u].0, units[u].1))?;
     let records = driver.collect(done, &mine)?;
     Ok(RawResult { context, records })
 }
 
 fn decode<T: serde::de::DeserializeOwned>(sc: &FaultsScenario, raw: &RawResult) -> Result<Vec<T>> {
-    let n = units(sc).len();
-    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
-        anyhow::bail!(
-            "{} of {n} units have no result, e.g. {}",
-            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
-            unit_names(sc)[missing]
-        );
-    }
-    (0..n)
-        .map(|u| {
-            serde_json::from_value(raw.records[&u].clone())
-                .with_context(|| format!("malformed record of unit {u}"))
-        })
-        .collect()
+    decode_records(&unit_names(sc), raw)
 }
 
 /// Runs the units of `sc` that `driver` assigns to this run.
-pub fn run_raw(
+fn run_raw(
     sc: &FaultsScenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -335,7 +406,7 @@ pub fn run_raw(
 }
 
 /// Builds the output tables from every unit's record.
-pub fn tables(sc: &FaultsScenario, raw: &RawResult) -> Result<Outcome> {
+fn tables(sc: &FaultsScenario, raw: &RawResult) -> Result<Outcome> {
     match &sc.measure {
         FaultsMeasure::Wallclock(w) => {
             let ctx: ModelContext =
@@ -373,9 +444,4 @@ pub fn tables(sc: &FaultsScenario, raw: &RawResult) -> Result<Outcome> {
             Ok(interval_tables(sc, i, &runs))
         }
     }
-}
-
-/// Seed of trial `t`'s minibatches (shared by every point: common random numbers).
-pub fn run_seed(sc: &FaultsScenario, trial: usize) -> u64 {
-    stream_key(sc.meta.seed, Purpose::DataOrder, trial as u64, 0)
 }

@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{CURVE_COLUMNS, INCIDENT_COLUMNS, WALLCLOCK_SUMMARY_COLUMNS, run_seed, run_units};
+use super::{CURVE_COLUMNS, INCIDENT_COLUMNS, WALLCLOCK_SUMMARY_COLUMNS, run_units};
 use crate::cluster::WorkerDelays;
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
@@ -13,6 +13,7 @@ use crate::faults::{PsRun, PsSetup, run_ps};
 use crate::model::gradient::{GradientData, GradientModel, GradientVisitor};
 use crate::policy::Placement;
 use crate::report::{Table, fmt_f64};
+use crate::rng::run_seed;
 use crate::rng::{Purpose, stream};
 use crate::scenario::faults::{FaultsScenario, WallclockConfig};
 use crate::stats::Summary;
@@ -90,7 +91,7 @@ impl GradientVisitor for WallclockVisitor<'_> {
                     restart: w.restart,
                     join: w.join,
                     eta: w.eta,
-                    run_seed: run_seed(sc, t),
+                    run_seed: run_seed(sc.meta.seed, t as u64),
                     grid: &grid,
                     horizon: w.horizon,
                     outages: &outages,

@@ -20,23 +20,25 @@
 //! to f32).
 
 use anyhow::{Result, bail};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::budget::mul;
+use super::kind::Experiment;
 use super::reference::{Reference, ReferenceFacts, reference};
+use super::tasks::encode;
 use super::units::Driver;
-use super::{RawResult, RunOptions};
+use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{Convergence, ForkMode};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::rng::{Purpose, SimRng, stream_key};
+use crate::rng::{SimRng, run_seed};
 use crate::scenario::perturbation::{PerturbationKind, PerturbationScenario};
 use crate::theory::PredictorTrack;
 
 mod tables;
 mod trial;
 
-pub use tables::tables;
+use tables::tables;
 use trial::{Ctx, first_perturbation};
 
 /// Columns of `trials.csv`, one row per trial:
@@ -143,9 +145,43 @@ pub const BASELINE_COLUMNS: &[&str] = &[
     "predicted_initial_distance",
 ];
 
-/// Seed of the data order shared by the unperturbed run and every trial.
-pub fn run_seed(scenario: &PerturbationScenario) -> u64 {
-    stream_key(scenario.meta.seed, Purpose::DataOrder, 0, 0)
+impl Experiment for PerturbationScenario {
+    fn points_and_trials(&self) -> (u64, u64) {
+        (self.series.len() as u64, self.meta.trials as u64)
+    }
+
+    fn unit_names(&self) -> Vec<String> {
+        unit_names(self)
+    }
+
+    fn unit_costs(&self) -> Vec<f64> {
+        unit_costs(self)
+    }
+
+    fn datasets(&self) -> Vec<DatasetName> {
+        Some(self.model.dataset())
+            .filter(|d| *d != DatasetName::None)
+            .into_iter()
+            .collect()
+    }
+
+    fn extra_bytes(&self) -> u64 {
+        // The unperturbed run's metrics and distances, once.
+        mul(self.max_iterations as u64, 32)
+    }
+
+    fn run_raw(
+        &self,
+        opts: &RunOptions,
+        cache: &DataCache,
+        driver: &Driver<'_>,
+    ) -> Result<RawResult> {
+        run_raw(self, opts, cache, driver)
+    }
+
+    fn tables(&self, raw: &RawResult) -> Result<Outcome> {
+        tables(self, raw)
+    }
 }
 
 /// The units of a scenario in output order: (series index, trial).
@@ -197,7 +233,7 @@ pub struct PerturbationContext {
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
-pub fn run_raw(
+fn run_raw(
     scenario: &PerturbationScenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -243,7 +279,8 @@ impl ModelVisitor for Visitor<'_> {
     fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
         let driver = self.driver;
-        let run_seed = run_seed(sc);
+        // One data order, run 0's, for the unperturbed run and every trial.
+        let run_seed = run_seed(sc.meta.seed, 0);
         let reference = reference(
             model,
             &sc.model,
@@ -307,24 +344,25 @@ impl ModelVisitor for Visitor<'_> {
         // A unit never perturbed before the run converges is the unperturbed
         // run; the others join cohorts in order of their first perturbation,
         // so the members of a cohort step together from nearby iterations.
-        let mut records: Vec<(usize, serde_json::Value)> = Vec::new();
+        let mut unperturbed: Vec<(usize, TrialResult)> = Vec::new();
         let mut starts: Vec<(usize, usize, SimRng)> = Vec::new();
         for &u in &todo {
             let (s, t) = units[u];
             match first_perturbation(&sc.series[s], seed, t, b) {
                 (Some(first), timing) => starts.push((first, u, timing)),
-                (None, _) => records.push((
+                (None, _) => unperturbed.push((
                     u,
-                    serde_json::to_value(TrialResult {
+                    TrialResult {
                         perturbations: Vec::new(),
                         reset_fraction: f64::NAN,
                         iterations: b,
                         converged: true,
-                    })?,
+                    },
                 )),
             }
         }
-        driver.finished(&records)?;
+        let unperturbed = encode(unperturbed)?;
+        driver.finished(&unperturbed)?;
         starts.sort_by_key(|&(first, u, _)| (first, u));
         // Cohorts of the model's size (a naive one-at-a-time loop with
         // `--rerun`); a task of one-trial cohorts takes several, so that tiny
@@ -340,39 +378,33 @@ impl ModelVisitor for Visitor<'_> {
         };
         let certify = self.opts.certify_metric;
         let stop = || driver.cancelled();
-        let done: Vec<Vec<(usize, serde_json::Value)>> = starts
-            .par_chunks(task)
-            .map_init(
-                || model.workspace(),
-                |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
-                    let mut records = Vec::with_capacity(chunk.len());
-                    for cohort in chunk.chunks(size) {
-                        if driver.cancelled() {
-                            return Ok(Vec::new());
-                        }
-                        let trials = cohort
-                            .iter()
-                            .map(|(first, u, timing)| {
-                                let (s, t) = units[*u];
-                                ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
-                            })
-                            .collect();
-                        let Some(results) =
-                            ctx.run_cohort(trials, &convergence, certify, ws, &stop)
-                        else {
-                            return Ok(Vec::new());
-                        };
-                        for ((_, u, _), r) in cohort.iter().zip(results) {
-                            records.push((*u, serde_json::to_value(r)?));
-                        }
+        let tasks: Vec<&[(usize, usize, SimRng)]> = starts.chunks(task).collect();
+        let done = driver.run_tasks(
+            &tasks,
+            || model.workspace(),
+            |ws, chunk| {
+                let mut records = Vec::with_capacity(chunk.len());
+                for cohort in chunk.chunks(size) {
+                    if driver.cancelled() {
+                        return Ok(None);
                     }
-                    driver.finished(&records)?;
-                    Ok(records)
-                },
-            )
-            .collect::<Result<_>>()?;
-        let done: Vec<Vec<(usize, serde_json::Value)>> =
-            std::iter::once(records).chain(done).collect();
+                    let trials = cohort
+                        .iter()
+                        .map(|(first, u, timing)| {
+                            let (s, t) = units[*u];
+                            ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
+                        })
+                        .collect();
+                    let Some(results) = ctx.run_cohort(trials, &convergence, certify, ws, &stop)
+                    else {
+                        return Ok(None);
+                    };
+                    records.extend(cohort.iter().map(|(_, u, _)| *u).zip(results));
+                }
+                Ok(Some(records))
+            },
+        )?;
+        let done = std::iter::once(unperturbed).chain(done);
         let records = driver.collect(done, &mine)?;
         let context = PerturbationContext::new(model, &reference, data);
         Ok(RawResult {

@@ -8,7 +8,8 @@ use super::{
     BASELINE_COLUMNS, PerturbationContext, SUMMARY_COLUMNS, TRIAL_COLUMNS, TrialResult, unit_names,
     units,
 };
-use crate::experiment::reference::{ReferenceFacts, decode_records};
+use crate::experiment::reference::ReferenceFacts;
+use crate::experiment::tasks::decode_records;
 use crate::experiment::{Outcome, RawResult};
 use crate::report::{Table, fmt_f64};
 use crate::scenario::perturbation::{PerturbationScenario, Schedule};

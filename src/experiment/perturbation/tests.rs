@@ -6,7 +6,7 @@ use super::trial::Buffers;
 use super::*;
 use crate::model::ModelSpec;
 use crate::model::qp::{OPTIMUM, Qp, QpConfig};
-use crate::rng::stream;
+use crate::rng::{Purpose, stream};
 use crate::scenario::perturbation::{CriterionSpec, Draw, NormSpec, RateMethod, TheorySpec};
 use crate::scenario::perturbation::{NormScale, PerturbationSeries, Schedule};
 use approx::assert_abs_diff_eq;

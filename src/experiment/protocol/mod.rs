@@ -16,21 +16,23 @@
 //!   staleness histograms and a per-update log.
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::budget::{CURVE_POINT_BYTES, LOGGED_UPDATE_BYTES, ROW_BYTES, expected_updates, mul};
+use super::kind::Experiment;
+use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::cluster::theory;
 use crate::cluster::training::{Training, TrainingSetup, UpdateLog};
 use crate::cluster::{Delay, Protocol, RunStats, Stop, Switch, WorkerDelays, simulate};
-use crate::data::DataCache;
+use crate::data::{DataCache, DatasetName};
 use crate::model::gradient::{
     GradientData, GradientModel, GradientVisitor, build_gradient_and_visit,
 };
 use crate::report::{Table, fmt_f64};
-use crate::rng::{Purpose, stream_key};
+use crate::rng::run_seed;
 use crate::scenario::protocol::{Measure, Point, ProtocolScenario, TrainingConfig};
 use crate::stats::Summary;
 
@@ -39,6 +41,89 @@ mod runtime;
 mod switches;
 pub use columns::*;
 use runtime::{RuntimeTrial, runtime_tables, runtime_trial};
+
+impl Experiment for ProtocolScenario {
+    fn points_and_trials(&self) -> (u64, u64) {
+        (self.points().len() as u64, self.meta.trials as u64)
+    }
+
+    fn unit_names(&self) -> Vec<String> {
+        unit_names(self)
+    }
+
+    fn unit_costs(&self) -> Vec<f64> {
+        unit_costs(self)
+    }
+
+    fn datasets(&self) -> Vec<DatasetName> {
+        match &self.measure {
+            Measure::Training(tc) => tc.model.dataset().into_iter().collect(),
+            Measure::Runtime(_) => Vec::new(),
+        }
+    }
+
+    fn extra_bytes(&self) -> u64 {
+        let Measure::Training(t) = &self.measure else {
+            return 0;
+        };
+        let (points, trials) = self.points_and_trials();
+        let units = mul(points, trials);
+        let grid = t.grid_points() as u64;
+        // Loss and updates per grid time for every unit, and the curve
+        // table's rows per point; the logged updates of the recorded trials.
+        let workers = self.workers.iter().copied().max().unwrap_or(1) as u64;
+        let logged = mul(points, (t.record_trials as u64).min(trials));
+        let updates = expected_updates(
+            t.horizon,
+            workers,
+            &self.compute_time,
+            self.communication_time.as_ref(),
+        );
+        mul(units, mul(grid, 2 * CURVE_POINT_BYTES))
+            .saturating_add(mul(points, mul(grid, ROW_BYTES)))
+            .saturating_add(mul(logged, mul(updates, LOGGED_UPDATE_BYTES)))
+    }
+
+    fn run_raw(
+        &self,
+        opts: &RunOptions,
+        cache: &DataCache,
+        driver: &Driver<'_>,
+    ) -> Result<RawResult> {
+        run_raw(self, opts, cache, driver)
+    }
+
+    fn tables(&self, raw: &RawResult) -> Result<Outcome> {
+        tables(self, raw)
+    }
+
+    fn cut_work(&mut self, work: f64) -> f64 {
+        let cut = |w: f64| (w / work).max(1.0);
+        let workers = self.workers.iter().copied().max().unwrap_or(1) as f64;
+        let per =
+            self.compute_time.mean() + self.communication_time.as_ref().map_or(0.0, |d| d.mean());
+        match &mut self.measure {
+            Measure::Runtime(rt) => {
+                let f = cut((rt.warmup_updates + rt.updates) as f64);
+                if f > 1.0 {
+                    rt.warmup_updates = (rt.warmup_updates as f64 / f) as u64;
+                    rt.updates = ((rt.updates as f64 / f) as u64).max(1);
+                }
+                f
+            }
+            Measure::Training(t) => {
+                let events = if per.is_finite() && per > 0.0 {
+                    t.horizon / per * workers
+                } else {
+                    1.0
+                };
+                let f = cut(events);
+                t.horizon /= f;
+                f
+            }
+        }
+    }
+}
 
 /// A readable name for every unit: `series=<label>,P=<p>,K=<k>,trial=<t>`.
 pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
@@ -78,7 +163,7 @@ fn units(scenario: &ProtocolScenario) -> Vec<(usize, usize)> {
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
-pub fn run_raw(
+fn run_raw(
     scenario: &ProtocolScenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -129,20 +214,7 @@ fn run_units(
 ) -> Result<RawResult> {
     let units = units(scenario);
     let (mine, todo) = driver.assign(&unit_costs(scenario));
-    let done: Vec<Vec<(usize, serde_json::Value)>> = todo
-        .par_chunks(8)
-        .map(|chunk| -> Result<Vec<(usize, serde_json::Value)>> {
-            if driver.cancelled() {
-                return Ok(Vec::new());
-            }
-            let records = chunk
-                .iter()
-                .map(|&u| Ok((u, unit(units[u].0, units[u].1)?)))
-                .collect::<Result<Vec<_>>>()?;
-            driver.finished(&records)?;
-            Ok(records)
-        })
-        .collect::<Result<_>>()?;
+    let done = driver.run_units(&todo, 8, || (), |_, u| unit(units[u].0, units[u].1))?;
     let records = driver.collect(done, &mine)?;
     Ok(RawResult { context, records })
 }
@@ -152,24 +224,11 @@ fn decode<T: serde::de::DeserializeOwned>(
     scenario: &ProtocolScenario,
     raw: &RawResult,
 ) -> Result<Vec<T>> {
-    let n = units(scenario).len();
-    if let Some(missing) = (0..n).find(|u| !raw.records.contains_key(u)) {
-        anyhow::bail!(
-            "{} of {n} units have no result, e.g. {}",
-            (0..n).filter(|u| !raw.records.contains_key(u)).count(),
-            unit_names(scenario)[missing]
-        );
-    }
-    (0..n)
-        .map(|u| {
-            serde_json::from_value(raw.records[&u].clone())
-                .with_context(|| format!("malformed record of unit {u}"))
-        })
-        .collect()
+    decode_records(&unit_names(scenario), raw)
 }
 
 /// Builds the output tables from the records of every unit.
-pub fn tables(scenario: &ProtocolScenario, raw: &RawResult) -> Result<Outcome> {
+fn tables(scenario: &ProtocolScenario, raw: &RawResult) -> Result<Outcome> {
     match &scenario.measure {
         Measure::Runtime(rt) => {
             let results: Vec<RuntimeTrial> = decode(scenario, raw)?;
@@ -269,11 +328,6 @@ struct TrainingTrial {
     switches: Vec<Switch>,
 }
 
-/// Seed of trial `t`'s minibatches and gradient noise (shared by all points).
-pub fn run_seed(sc: &ProtocolScenario, trial: usize) -> u64 {
-    stream_key(sc.meta.seed, Purpose::DataOrder, trial as u64, 0)
-}
-
 fn staleness_buckets(workers: usize) -> usize {
     (4 * workers + 1).max(16)
 }
@@ -309,7 +363,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 TrainingSetup {
                     eta: tc.eta,
                     staleness_aware: series.staleness_aware,
-                    run_seed: run_seed(sc, t),
+                    run_seed: run_seed(sc.meta.seed, t as u64),
                     grid: &grid,
                     log_updates: (t < tc.record_trials).then_some(tc.loss_every),
                     staleness_buckets: staleness_buckets(p.workers),
@@ -351,33 +405,22 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 switches: tr.switches().to_vec(),
             }
         };
-        let done: Vec<Vec<(usize, serde_json::Value)>> = todo
-            .par_chunks(4)
-            .map_init(
-                || model.workspace(),
-                |ws, chunk| -> Result<Vec<(usize, serde_json::Value)>> {
-                    if driver.cancelled() {
-                        return Ok(Vec::new());
-                    }
-                    let records = chunk
-                        .iter()
-                        .map(|&u| {
-                            let trial = run_one(ws, units[u].0, units[u].1);
-                            if !trial.last_update_time.is_finite() {
-                                anyhow::bail!(
-                                    "unit {u}: the simulated time overflowed (last update at {} s); \
-                                     the delays are too long for f64 times",
-                                    trial.last_update_time
-                                );
-                            }
-                            Ok((u, serde_json::to_value(trial)?))
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    driver.finished(&records)?;
-                    Ok(records)
-                },
-            )
-            .collect::<Result<_>>()?;
+        let done = driver.run_units(
+            &todo,
+            4,
+            || model.workspace(),
+            |ws, u| {
+                let trial = run_one(ws, units[u].0, units[u].1);
+                if !trial.last_update_time.is_finite() {
+                    anyhow::bail!(
+                        "unit {u}: the simulated time overflowed (last update at {} s); \
+                         the delays are too long for f64 times",
+                        trial.last_update_time
+                    );
+                }
+                Ok(trial)
+            },
+        )?;
         let records = driver.collect(done, &mine)?;
         let info = model.info();
         let kc = model.known_constants();

@@ -4,6 +4,7 @@
 use super::{Ev, Incident, ShardState, Sim, Strategy};
 use crate::cluster::DelaySource;
 use crate::model::gradient::GradientModel;
+use crate::policy::checkpoint::{blocks_per_checkpoint, most_moved};
 
 impl<M: GradientModel> Sim<'_, M> {
     /// Length of the pause of the checkpoint now being taken.
@@ -33,7 +34,6 @@ impl<M: GradientModel> Sim<'_, M> {
         } else {
             // Priority: the blocks that moved most since they were cached
             // (ties to the lower index).
-            let count = ((r * n as f64 - 1e-9).ceil() as usize).clamp(1, n);
             let mut scored: Vec<(f64, usize)> = (0..n)
                 .map(|b| {
                     let r = b * self.block_len..(b + 1) * self.block_len;
@@ -45,10 +45,7 @@ impl<M: GradientModel> Sim<'_, M> {
                     (d, b)
                 })
                 .collect();
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let mut c: Vec<usize> = scored[..count].iter().map(|s| s.1).collect();
-            c.sort_unstable();
-            c
+            most_moved(&mut scored, blocks_per_checkpoint(r, n))
         };
         let mut values = Vec::with_capacity(chosen.len() * self.block_len);
         for &b in &chosen {

@@ -1,0 +1,228 @@
+//! The one unit loop every scenario kind runs through, and the one place unit
+//! records are encoded and decoded.
+//!
+//! A kind hands [`Driver::run_tasks`] its work cut into tasks (a chunk of
+//! units, or a cohort of trials that step together); the loop runs them in
+//! parallel with one workspace per worker thread, stops when the run is
+//! cancelled, encodes each task's records and journals them as soon as the
+//! task ends. [`Driver::run_units`] is the common case of independent units.
+//! [`decode_records`] turns every unit's record back into the kind's type,
+//! with an error (never a panic) for a record that is missing, extra or
+//! malformed: records come back from journals and shards a user can edit.
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::RawResult;
+use super::units::{Driver, Records};
+
+/// Records of the units a set of tasks finished, grouped by task: what
+/// [`Driver::collect`] takes.
+pub type Finished = Vec<Vec<(usize, serde_json::Value)>>;
+
+/// Encodes `(unit, record)` pairs as the journal stores them.
+pub fn encode<R: Serialize>(
+    records: impl IntoIterator<Item = (usize, R)>,
+) -> Result<Vec<(usize, serde_json::Value)>> {
+    records
+        .into_iter()
+        .map(|(u, r)| Ok((u, serde_json::to_value(r)?)))
+        .collect()
+}
+
+impl Driver<'_> {
+    /// Runs `tasks` in parallel, each as `task(workspace, task)`, with one
+    /// workspace from `init` per worker (a workspace is scratch memory: it
+    /// never changes a result). A task returns the records of the units it
+    /// finished, or `None` when it stopped because the run was cancelled.
+    /// Each task's records are encoded and journalled as soon as it ends; a
+    /// task that starts after a cancellation is skipped.
+    pub fn run_tasks<T, W, R>(
+        &self,
+        tasks: &[T],
+        init: impl Fn() -> W + Sync + Send,
+        task: impl Fn(&mut W, &T) -> Result<Option<Vec<(usize, R)>>> + Sync + Send,
+    ) -> Result<Finished>
+    where
+        T: Sync,
+        R: Serialize,
+    {
+        tasks
+            .par_iter()
+            .map_init(init, |ws, t| {
+                if self.cancelled() {
+                    return Ok(Vec::new());
+                }
+                let Some(records) = task(ws, t)? else {
+                    return Ok(Vec::new());
+                };
+                let records = encode(records)?;
+                self.finished(&records)?;
+                Ok(records)
+            })
+            .collect()
+    }
+
+    /// Runs the independent units `todo` in parallel tasks of `chunk` units
+    /// (journalled together), each as `unit(workspace, u)`.
+    pub fn run_units<W, R>(
+        &self,
+        todo: &[usize],
+        chunk: usize,
+        init: impl Fn() -> W + Sync + Send,
+        unit: impl Fn(&mut W, usize) -> Result<R> + Sync + Send,
+    ) -> Result<Finished>
+    where
+        R: Serialize,
+    {
+        let tasks: Vec<&[usize]> = todo.chunks(chunk.max(1)).collect();
+        self.run_tasks(&tasks, init, |ws, units| {
+            let records = units
+                .iter()
+                .map(|&u| Ok((u, unit(ws, u)?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Some(records))
+        })
+    }
+}
+
+/// The records of every unit of a run, decoded, in unit order; `names` are
+/// the units' readable names (for the error when some are missing).
+pub fn decode_records<T: DeserializeOwned>(names: &[String], raw: &RawResult) -> Result<Vec<T>> {
+    decode(names, &raw.records)
+}
+
+fn decode<T: DeserializeOwned>(names: &[String], records: &Records) -> Result<Vec<T>> {
+    let n = names.len();
+    let missing: Vec<usize> = (0..n).filter(|u| !records.contains_key(u)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} of {n} units have no result, e.g. {}",
+            missing.len(),
+            missing
+                .iter()
+                .take(5)
+                .map(|&u| names[u].as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if let Some(extra) = records.keys().find(|&&u| u >= n) {
+        bail!("unit {extra} does not exist in this scenario ({n} units)");
+    }
+    (0..n)
+        .map(|u| {
+            serde_json::from_value(records[&u].clone())
+                .with_context(|| format!("malformed record of unit {u} ({})", names[u]))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use indicatif::ProgressBar;
+
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|u| format!("unit {u}")).collect()
+    }
+
+    #[test]
+    fn runs_every_unit_once_and_journals_it() {
+        let never = AtomicBool::new(false);
+        let hidden = ProgressBar::hidden();
+        let driver = Driver::all(&hidden, &never);
+        let todo: Vec<usize> = (0..23).collect();
+        let done = driver
+            .run_units(
+                &todo,
+                4,
+                || 0usize,
+                |calls, u| {
+                    *calls += 1;
+                    Ok(u * u)
+                },
+            )
+            .unwrap();
+        assert_eq!(done.len(), 6, "23 units in tasks of 4");
+        assert_eq!(driver.finished_count(), 23);
+        let records = driver.collect(done, &todo).unwrap();
+        let raw = RawResult {
+            context: serde_json::Value::Null,
+            records,
+        };
+        let squares: Vec<usize> = decode_records(&names(23), &raw).unwrap();
+        assert_eq!(squares, (0..23).map(|u| u * u).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_cancelled_run_skips_its_tasks_and_says_how_to_resume() {
+        let cancel = AtomicBool::new(true);
+        let hidden = ProgressBar::hidden();
+        let driver = Driver::all(&hidden, &cancel);
+        let todo: Vec<usize> = (0..5).collect();
+        let done = driver
+            .run_units(
+                &todo,
+                1,
+                || (),
+                |_, _| -> Result<u8> { panic!("a cancelled run starts no unit") },
+            )
+            .unwrap();
+        assert!(done.iter().all(Vec::is_empty));
+        assert!(driver.collect(done, &todo).is_err());
+    }
+
+    #[test]
+    fn a_unit_error_ends_the_run() {
+        let never = AtomicBool::new(false);
+        let hidden = ProgressBar::hidden();
+        let driver = Driver::all(&hidden, &never);
+        let err = driver
+            .run_units(
+                &[0, 1, 2],
+                1,
+                || (),
+                |_, u| {
+                    if u == 1 {
+                        bail!("unit 1 failed")
+                    } else {
+                        Ok(u)
+                    }
+                },
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("unit 1 failed"), "{err}");
+    }
+
+    #[test]
+    fn decoding_names_missing_extra_and_malformed_records() {
+        let raw = |pairs: &[(usize, serde_json::Value)]| RawResult {
+            context: serde_json::Value::Null,
+            records: pairs.iter().cloned().collect(),
+        };
+        let ok = raw(&[(0, 1.into()), (1, 2.into())]);
+        assert_eq!(decode_records::<u32>(&names(2), &ok).unwrap(), [1, 2]);
+        let missing = decode_records::<u32>(&names(3), &ok).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("1 of 3 units have no result, e.g. unit 2")
+        );
+        let extra = raw(&[(0, 1.into()), (1, 2.into()), (7, 3.into())]);
+        let err = decode_records::<u32>(&names(2), &extra).unwrap_err();
+        assert!(err.to_string().contains("unit 7 does not exist"), "{err}");
+        let bad = raw(&[(0, 1.into()), (1, "two".into())]);
+        let err = decode_records::<u32>(&names(2), &bad).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("malformed record of unit 1 (unit 1)"),
+            "{err}"
+        );
+    }
+}
