@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use scarsim::data::{DatasetName, synthetic};
+use scarsim::data::synthetic;
 use scarsim::model::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
 use scarsim::model::{CnnSpec, IterCtx, Model};
 
@@ -18,18 +18,14 @@ fn model(partitioning: Partitioning, eval_examples: usize) -> Cnn {
     Cnn::new(
         data,
         &CnnConfig {
-            spec: CnnSpec {
-                dataset: DatasetName::Mnist,
+            spec: CnnSpec::mnist(
                 partitioning,
-                batch_size: 64,
-                learning_rate: 1e-3,
-                beta1: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                metric: CnnMetric::Subset {
+                64,
+                1e-3,
+                CnnMetric::Subset {
                     examples: eval_examples,
                 },
-            },
+            ),
             seed: 1,
         },
     )

@@ -79,19 +79,19 @@ pub struct RunArgs {
     pub scenarios: Vec<String>,
     /// Trials per point (overrides the scenario's `trials`).
     #[arg(long)]
-    pub trials: Option<usize>,
+    pub(crate) trials: Option<usize>,
     /// Seed (overrides the scenario's `seed`).
     #[arg(long)]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Output folder; each scenario writes into <OUT>/<scenario name>/.
     #[arg(long, default_value = "results")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Worker threads (default: all cores).
     #[arg(long)]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Where the data comes from.
     #[command(flatten)]
-    pub data: DataArgs,
+    pub(crate) data: DataArgs,
     /// No progress bar or per-scenario messages.
     #[arg(long, short)]
     pub quiet: bool,
@@ -106,23 +106,23 @@ pub struct RunArgs {
     pub resume: bool,
     /// Print the plan (units, estimated time and memory) without running it.
     #[arg(long)]
-    pub plan: bool,
+    pub(crate) plan: bool,
     /// Do not draw the figures after the run (`scarsim plot` draws them later).
     #[arg(long)]
-    pub no_plot: bool,
+    pub(crate) no_plot: bool,
     /// Re-run each trial from iteration 0 instead of forking it from the
     /// unperturbed run (same results, slower; for benchmarking).
     #[arg(long, hide = true)]
-    pub rerun: bool,
+    pub(crate) rerun: bool,
     /// Run every trial even when another trial of the run has exactly the
     /// same inputs (same results, slower; for benchmarking and testing).
     #[arg(long, hide = true)]
-    pub no_sharing: bool,
+    pub(crate) no_sharing: bool,
     /// Evaluate the convergence metric at every iteration instead of letting
     /// a model certify "not converged yet" without it (same results, slower;
     /// for benchmarking and testing).
     #[arg(long, hide = true)]
-    pub exact_metric: bool,
+    pub(crate) exact_metric: bool,
 }
 
 /// Options of `scarsim plot`.
@@ -131,14 +131,14 @@ pub struct PlotArgs {
     /// Results folders (each with summary.csv and manifest.json), or folders
     /// holding them (e.g. `results`).
     #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
     /// Also assemble the figures into one multi-panel figure NAME.svg and
     /// NAME.png (in the paper's layout when they are panels of one paper figure).
     #[arg(long, value_name = "NAME")]
-    pub grid: Option<String>,
+    pub(crate) grid: Option<String>,
     /// Folder for the --grid figure (default: the parent of the first results folder).
     #[arg(long, requires = "grid")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// Options of `scarsim reproduce`.
@@ -146,31 +146,31 @@ pub struct PlotArgs {
 pub struct ReproduceArgs {
     /// A few minutes on 2 cores: 10 trials per point, stand-ins at 5% of the real size.
     #[arg(long)]
-    pub quick: bool,
+    pub(crate) quick: bool,
     /// Folder laid out like ../shared/data; scenarios whose dataset files are
     /// missing there run on the synthetic stand-ins.
     #[arg(long, default_value = "data")]
-    pub data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     /// Use the synthetic stand-ins even where real data is present.
     #[arg(long)]
-    pub synthetic: bool,
+    pub(crate) synthetic: bool,
     /// Output folder: a subfolder per scenario, the paper's multi-panel figures and REPORT.md.
     #[arg(long, default_value = "results")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Trials per point (overrides the scenarios' and --quick's).
     #[arg(long)]
-    pub trials: Option<usize>,
+    pub(crate) trials: Option<usize>,
     /// Size of the stand-ins relative to the real datasets (default 1; 0.05 with --quick).
     #[arg(long)]
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
     /// Worker threads (default: all cores).
     #[arg(long)]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Scenarios run at the same time, each with its own --threads workers
     /// (default: 2 when --threads is at least 2, else 1). Two keep the cores
     /// busy through one scenario's serial phases; results do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
-    pub scenarios_at_once: Option<u64>,
+    pub(crate) scenarios_at_once: Option<u64>,
     /// Keep the scenarios already finished in --out with the same inputs
     /// (program version, scenario, trials, seed, data), finish interrupted
     /// ones from their journal, run the rest; then draw and report them all.
@@ -178,7 +178,7 @@ pub struct ReproduceArgs {
     pub resume: bool,
     /// No progress bars or per-scenario messages.
     #[arg(long, short)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Only this bundled scenario (repeatable; default: every one).
     #[arg(long = "only", value_name = "SCENARIO")]
     pub only: Vec<String>,
@@ -199,7 +199,7 @@ pub struct ReproduceArgs {
     /// of this reproduction already computed one with exactly the same
     /// inputs (same CSV files, slower; for benchmarking and testing).
     #[arg(long)]
-    pub no_share_across: bool,
+    pub(crate) no_share_across: bool,
 }
 
 /// Options of `scarsim bench`.
@@ -207,19 +207,19 @@ pub struct ReproduceArgs {
 pub struct BenchArgs {
     /// Seconds to time each kernel and each limit.
     #[arg(long, default_value_t = 2.0)]
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Only the kernels whose name contains this (repeatable).
     #[arg(long = "kernel", value_name = "NAME")]
-    pub kernels: Vec<String>,
+    pub(crate) kernels: Vec<String>,
     /// List the kernels without running them.
     #[arg(long)]
-    pub list: bool,
+    pub(crate) list: bool,
     /// Also write the table as JSON to this file.
     #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// Where the data comes from (real where present, else the stand-ins).
     #[command(flatten)]
-    pub data: DataArgs,
+    pub(crate) data: DataArgs,
 }
 
 /// Data options shared by the subcommands that train.
@@ -227,11 +227,11 @@ pub struct BenchArgs {
 pub struct DataArgs {
     /// Folder laid out like ../shared/data: one subfolder per dataset.
     #[arg(long, default_value = "data")]
-    pub data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     /// Use the generated stand-ins instead of real data files.
     #[arg(long)]
-    pub synthetic: bool,
+    pub(crate) synthetic: bool,
     /// Size of the stand-ins relative to the real datasets (with --synthetic).
     #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
+    pub(crate) scale: f64,
 }

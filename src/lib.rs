@@ -8,6 +8,11 @@
 //! trials and [`report`] writes tidy CSV and a manifest. Datasets come from
 //! [`data`]. All randomness flows from [`rng`] streams, so results are
 //! byte-identical on any number of threads.
+//!
+//! Visibility: an item is `pub` only when the binary (`main.rs`), the
+//! integration tests, the benches or the examples use it; everything else is
+//! `pub(crate)`, so the compiler reports code nothing uses. A new scenario
+//! kind is one `Experiment` implementation (`experiment/kind.rs`).
 
 #![warn(missing_docs)]
 

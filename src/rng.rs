@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
 /// The generator used everywhere in the simulator.
-pub type SimRng = Pcg64Mcg;
+pub(crate) type SimRng = Pcg64Mcg;
 
 /// What a stream is used for. Distinct purposes never share random numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +42,7 @@ pub enum Purpose {
 
 /// SplitMix64 finaliser: a bijective mixing of 64 bits (Steele et al., 2014).
 #[inline]
-pub fn mix64(mut z: u64) -> u64 {
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -50,7 +50,7 @@ pub fn mix64(mut z: u64) -> u64 {
 }
 
 /// Derives a 64-bit stream key from `(seed, purpose, a, b)`.
-pub fn stream_key(seed: u64, purpose: Purpose, a: u64, b: u64) -> u64 {
+pub(crate) fn stream_key(seed: u64, purpose: Purpose, a: u64, b: u64) -> u64 {
     let mut h = mix64(seed ^ 0x5CA5_17A1_0000_0000);
     h = mix64(h ^ (purpose as u64));
     h = mix64(h ^ a);
@@ -61,7 +61,7 @@ pub fn stream_key(seed: u64, purpose: Purpose, a: u64, b: u64) -> u64 {
 /// gradient noise where a model has it): every kind derives a run's
 /// [`crate::model::IterCtx::run_seed`] here, so trial `t` of any kind draws
 /// the same minibatches (common random numbers across points and series).
-pub fn run_seed(seed: u64, run: u64) -> u64 {
+pub(crate) fn run_seed(seed: u64, run: u64) -> u64 {
     stream_key(seed, Purpose::DataOrder, run, 0)
 }
 

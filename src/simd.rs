@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 /// An instruction-set level, from the least to the most capable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Level {
+pub(crate) enum Level {
     /// Plain Rust, no target features (the scalar body the vector levels
     /// must match bit for bit).
     Portable,
@@ -31,7 +31,7 @@ pub enum Level {
 
 impl Level {
     /// The name used by `SCARSIM_KERNELS` and `scarsim bench`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Level::Portable => "portable",
             Level::Avx2 => "avx2",
@@ -40,7 +40,7 @@ impl Level {
     }
 
     /// Parses a `SCARSIM_KERNELS` value.
-    pub fn parse(s: &str) -> Option<Level> {
+    pub(crate) fn parse(s: &str) -> Option<Level> {
         match s.trim().to_ascii_lowercase().as_str() {
             "portable" | "scalar" => Some(Level::Portable),
             "avx2" => Some(Level::Avx2),
@@ -50,7 +50,8 @@ impl Level {
     }
 
     /// Every level this CPU supports, from [`Level::Portable`] up.
-    pub fn supported() -> Vec<Level> {
+    #[cfg(test)]
+    pub(crate) fn supported() -> Vec<Level> {
         let best = detected();
         [Level::Portable, Level::Avx2, Level::Avx512]
             .into_iter()
@@ -60,7 +61,7 @@ impl Level {
 }
 
 /// The most capable level this CPU supports (detected once per process).
-pub fn detected() -> Level {
+pub(crate) fn detected() -> Level {
     static DETECTED: OnceLock<Level> = OnceLock::new();
     *DETECTED.get_or_init(detect)
 }
@@ -84,7 +85,7 @@ fn detect() -> Level {
 }
 
 /// The environment variable that caps the level.
-pub const ENV: &str = "SCARSIM_KERNELS";
+pub(crate) const ENV: &str = "SCARSIM_KERNELS";
 
 static LEVEL: OnceLock<Level> = OnceLock::new();
 
@@ -92,7 +93,7 @@ static LEVEL: OnceLock<Level> = OnceLock::new();
 /// `SCARSIM_KERNELS` when it is set. An unknown value of the variable is
 /// reported on standard error once and ignored (the CLI checks it up front
 /// with [`check_env`], so a run never starts with a misspelt value).
-pub fn level() -> Level {
+pub(crate) fn level() -> Level {
     *LEVEL.get_or_init(|| {
         let best = detected();
         match std::env::var(ENV) {
@@ -110,7 +111,7 @@ pub fn level() -> Level {
 
 /// Checks `SCARSIM_KERNELS`: `Err` with a message naming the allowed values
 /// when it is set to something else.
-pub fn check_env() -> Result<(), String> {
+pub(crate) fn check_env() -> Result<(), String> {
     match std::env::var(ENV) {
         Ok(v) if Level::parse(&v).is_none() => Err(format!(
             "{ENV}={v:?} is not a kernel level; allowed: portable, avx2, avx512"
@@ -210,18 +211,18 @@ macro_rules! kernel {
         }
     };
 }
-pub use kernel;
+pub(crate) use kernel;
 
 /// Vector registers at AVX-512 (zmm0–zmm31), for [`kernel!`] bodies that
 /// size their tiles by the register file.
-pub const REGS_AVX512: usize = 32;
+pub(crate) const REGS_AVX512: usize = 32;
 /// Vector registers at AVX2 (ymm0–ymm15).
-pub const REGS_AVX2: usize = 16;
+pub(crate) const REGS_AVX2: usize = 16;
 
 /// Asks the CPU to bring the cache lines of `data` into L1 (a hint: no
 /// effect on results, nothing on targets without a prefetch instruction).
 #[inline(always)]
-pub fn prefetch<T>(data: &[T]) {
+pub(crate) fn prefetch<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

@@ -53,16 +53,11 @@ impl Summary {
             ci95_high: mean + half,
         }
     }
-
-    /// Half-width of the 95% confidence interval.
-    pub fn half_width(&self) -> f64 {
-        (self.ci95_high - self.ci95_low) / 2.0
-    }
 }
 
 /// The 0.975 quantile of Student's t distribution with `dof` degrees of freedom
 /// (1.984217 for 99, 2.262157 for 9).
-pub fn t_quantile_975(dof: usize) -> f64 {
+pub(crate) fn t_quantile_975(dof: usize) -> f64 {
     assert!(dof >= 1, "Student-t needs at least one degree of freedom");
     StudentsT::new(0.0, 1.0, dof as f64)
         .expect("valid Student-t parameters")
@@ -71,7 +66,7 @@ pub fn t_quantile_975(dof: usize) -> f64 {
 
 /// The `q`-quantile (0 ≤ q ≤ 1) of `values` by linear interpolation between
 /// order statistics (type 7, the default of R and numpy). `NaN` if empty.
-pub fn quantile(values: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }

@@ -27,7 +27,7 @@ const COHORT: usize = 16;
 const SUBSET: usize = 500;
 
 /// The CNN kernels.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     vec![
         Box::new(Train { members: 1 }),
         Box::new(Train { members: COHORT }),
@@ -39,16 +39,7 @@ fn model(data: Arc<Classification>, metric: CnnMetric) -> Result<Cnn> {
     Cnn::new(
         data,
         &CnnConfig {
-            spec: CnnSpec {
-                dataset: DatasetName::Mnist,
-                partitioning: Partitioning::ByLayer,
-                batch_size: BATCH,
-                learning_rate: 1e-3,
-                beta1: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                metric,
-            },
+            spec: CnnSpec::mnist(Partitioning::ByLayer, BATCH, 1e-3, metric),
             seed: 1,
         },
     )

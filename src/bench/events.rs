@@ -9,7 +9,7 @@ use super::{BenchContext, HotKernel, Prepared, Work};
 use crate::cluster::{Delay, KSchedule, NoModel, Protocol, Stop, WorkerDelays, simulate};
 
 /// The `events` kernels.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     vec![
         Box::new(EventLoop {
             name: "events-k-async",

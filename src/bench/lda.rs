@@ -24,7 +24,7 @@ const TOPICS: usize = 20;
 const BURN_IN: usize = 10;
 
 /// The LDA kernels.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     vec![
         Box::new(Sweep { members: 1 }),
         Box::new(Sweep { members: MEMBERS }),

@@ -10,22 +10,22 @@ use ndarray::linalg::general_mat_mul;
 
 /// The ceilings the hot kernels are compared with.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// f32 fused multiply-adds from registers on one core (the widest level
     /// this CPU has), GFLOP/s: no kernel can exceed it.
-    pub fma_one_core: f64,
+    pub(crate) fma_one_core: f64,
     /// The same on every core at once, GFLOP/s.
-    pub fma_all_cores: f64,
+    pub(crate) fma_all_cores: f64,
     /// Dense f32 GEMM on one core, GFLOP/s.
-    pub gemm_one_core: f64,
+    pub(crate) gemm_one_core: f64,
     /// Dense f32 GEMM on every core at once (one product per core), GFLOP/s.
-    pub gemm_all_cores: f64,
+    pub(crate) gemm_all_cores: f64,
     /// Triad bandwidth of one core, GB/s.
-    pub bandwidth_one_core: f64,
+    pub(crate) bandwidth_one_core: f64,
     /// Triad bandwidth of every core at once, GB/s.
-    pub bandwidth_all_cores: f64,
+    pub(crate) bandwidth_all_cores: f64,
     /// Cores used for the "all cores" figures.
-    pub cores: usize,
+    pub(crate) cores: usize,
 }
 
 /// Side of the square GEMM: 3 · 512² · 4 B = 3 MiB, a cache-blocked product
@@ -36,7 +36,7 @@ const TRIAD_LEN: usize = 64 << 20;
 
 impl Limits {
     /// Measures the limits, spending about `seconds` on each of the four figures.
-    pub fn measure(seconds: f64) -> Limits {
+    pub(crate) fn measure(seconds: f64) -> Limits {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let fma_one_core = fma_rate(seconds);
         let fma_all_cores = on_every_core(cores, || fma_rate(seconds));
@@ -56,7 +56,7 @@ impl Limits {
     }
 
     /// One line per limit.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "limits: f32 FMA peak ({}) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
              f32 GEMM {GEMM_SIDE}³ (matrixmultiply) {:.1} GFLOP/s on one core, {:.1} on {} cores; \

@@ -13,7 +13,7 @@ use crate::model::mf::{Mf, MfConfig, MfState, MfWorkspace, lanes};
 use crate::model::{IterCtx, Model};
 
 /// The MF kernels.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     let mut v: Vec<Box<dyn HotKernel>> = Vec::new();
     for dataset in [DatasetName::Movielens, DatasetName::Jester] {
         for members in [1, lanes::W] {
@@ -33,7 +33,7 @@ fn settings(dataset: DatasetName) -> (usize, f64) {
 
 /// A rating dataset: the real files where the data folder has them, else
 /// the full-size stand-in.
-pub fn rating_data(ctx: &BenchContext, name: DatasetName) -> Result<Arc<Ratings>> {
+pub(crate) fn rating_data(ctx: &BenchContext, name: DatasetName) -> Result<Arc<Ratings>> {
     match ratings::cached_ratings(&ctx.cache, name, &ctx.data, 0) {
         Ok(d) => Ok(d),
         Err(e) if !ctx.data.synthetic => {
@@ -51,7 +51,7 @@ pub fn rating_data(ctx: &BenchContext, name: DatasetName) -> Result<Arc<Ratings>
 
 /// Work of one ALS iteration of one trial: (solves, flops). A multiply and an
 /// add count one flop each; the ALS code keeps them separate.
-pub fn iteration_work(data: &Ratings, p: usize) -> (f64, f64) {
+pub(crate) fn iteration_work(data: &Ratings, p: usize) -> (f64, f64) {
     let omega = data.len() as f64;
     let pf = p as f64;
     // Per rating and half-step: the upper triangle of x xᵀ and a·x.

@@ -19,7 +19,7 @@ const MEMBERS: usize = 51;
 const BATCH: usize = 10_000;
 
 /// The MLR kernels.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     vec![
         Box::new(Forward { members: 1 }),
         Box::new(Forward { members: MEMBERS }),
@@ -29,7 +29,7 @@ pub fn kernels() -> Vec<Box<dyn HotKernel>> {
 }
 
 /// MNIST as the bench uses it: real where the data folder has it, else the stand-in.
-pub fn mnist(ctx: &BenchContext) -> Result<Arc<Classification>> {
+pub(crate) fn mnist(ctx: &BenchContext) -> Result<Arc<Classification>> {
     super::classification(ctx, DatasetName::Mnist)
 }
 

@@ -13,12 +13,12 @@
 //! A hot kernel is one [`HotKernel`] impl in a file of this folder and one
 //! line in [`kernels`].
 
-pub mod cnn;
-pub mod events;
-pub mod lda;
-pub mod machine;
-pub mod mf;
-pub mod mlr;
+pub(crate) mod cnn;
+pub(crate) mod events;
+pub(crate) mod lda;
+pub(crate) mod machine;
+pub(crate) mod mf;
+pub(crate) mod mlr;
 
 use std::time::{Duration, Instant};
 
@@ -27,27 +27,27 @@ use anyhow::Result;
 use crate::data::{DataCache, DataOptions};
 use crate::simd;
 
-pub use machine::Limits;
+pub(crate) use machine::Limits;
 
 /// What a bench run may use: the data, and how long to time each kernel.
-pub struct BenchContext {
+pub(crate) struct BenchContext {
     /// Datasets (real where `data` finds them, else the stand-ins).
-    pub cache: DataCache,
+    pub(crate) cache: DataCache,
     /// Where the data comes from.
-    pub data: DataOptions,
+    pub(crate) data: DataOptions,
     /// Seconds to time each kernel (after one untimed warm-up call).
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 /// The work one call of a prepared kernel did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Work {
+pub(crate) struct Work {
     /// Units of the kernel's own rate (examples, tokens, images, solves, events).
-    pub units: f64,
+    pub(crate) units: f64,
     /// Floating-point operations (a multiply-add counts two; 0 if the kernel is not arithmetic).
-    pub flops: f64,
+    pub(crate) flops: f64,
     /// Bytes the kernel must move from memory at the least (0 if it works in cache).
-    pub bytes: f64,
+    pub(crate) bytes: f64,
 }
 
 impl std::ops::AddAssign for Work {
@@ -59,13 +59,13 @@ impl std::ops::AddAssign for Work {
 }
 
 /// A kernel made ready to run: data loaded, buffers allocated.
-pub trait Prepared {
+pub(crate) trait Prepared {
     /// Runs the kernel once and says how much work that was.
     fn run(&mut self) -> Work;
 }
 
 /// One model's hot kernel.
-pub trait HotKernel {
+pub(crate) trait HotKernel {
     /// Short name, e.g. `mlr-forward`.
     fn name(&self) -> &'static str;
     /// The model it belongs to (`mlr`, `mf`, `lda`, `cnn`, `sim`).
@@ -79,7 +79,7 @@ pub trait HotKernel {
 }
 
 /// Every hot kernel, in the order the table lists them.
-pub fn kernels() -> Vec<Box<dyn HotKernel>> {
+pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
     let mut v: Vec<Box<dyn HotKernel>> = Vec::new();
     v.extend(mlr::kernels());
     v.extend(mf::kernels());
@@ -91,35 +91,35 @@ pub fn kernels() -> Vec<Box<dyn HotKernel>> {
 
 /// One row of the bench table.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// Model.
-    pub model: &'static str,
+    pub(crate) model: &'static str,
     /// Kernel name.
-    pub kernel: &'static str,
+    pub(crate) kernel: &'static str,
     /// What was measured.
-    pub description: String,
+    pub(crate) description: String,
     /// Units per second (one core).
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// Unit of `rate`.
-    pub unit: &'static str,
+    pub(crate) unit: &'static str,
     /// GFLOP/s (one core).
-    pub gflops: f64,
+    pub(crate) gflops: f64,
     /// GB/s of essential traffic (one core).
-    pub gbytes: f64,
+    pub(crate) gbytes: f64,
     /// The roofline for this kernel's arithmetic intensity, GFLOP/s (NaN if not arithmetic).
-    pub roofline_gflops: f64,
+    pub(crate) roofline_gflops: f64,
     /// `compute` or `memory`: which ceiling bounds the kernel.
-    pub bound: &'static str,
+    pub(crate) bound: &'static str,
     /// Achieved over the roofline (NaN if not arithmetic).
-    pub fraction: f64,
+    pub(crate) fraction: f64,
     /// Achieved over the hard roofline: min(FMA peak, bandwidth × intensity)
     /// (NaN if not arithmetic).
-    pub peak_fraction: f64,
+    pub(crate) peak_fraction: f64,
 }
 
 /// CPU seconds this process has run, all threads (NaN where the platform
 /// has no process clock): the CPU time a run reports in its manifest.
-pub fn process_seconds() -> f64 {
+pub(crate) fn process_seconds() -> f64 {
     #[cfg(unix)]
     {
         let mut t = libc::timespec {
@@ -137,7 +137,7 @@ pub fn process_seconds() -> f64 {
 /// CPU seconds this thread has run (wall seconds where the platform has no
 /// thread clock). Rates are taken per CPU second so that other processes on
 /// a shared machine do not count against a kernel.
-pub fn thread_seconds() -> f64 {
+pub(crate) fn thread_seconds() -> f64 {
     #[cfg(unix)]
     {
         let mut t = libc::timespec {
@@ -156,7 +156,7 @@ pub fn thread_seconds() -> f64 {
 /// Times `p` for about `seconds` of wall time (after one warm-up call);
 /// returns the work and CPU seconds of the fastest of several timed batches
 /// of calls (the machine is shared: the fastest batch is the least disturbed).
-pub fn time(p: &mut dyn Prepared, seconds: f64) -> (Work, f64) {
+pub(crate) fn time(p: &mut dyn Prepared, seconds: f64) -> (Work, f64) {
     let warm = thread_seconds();
     p.run();
     let one = (thread_seconds() - warm).max(1e-6);
@@ -181,7 +181,7 @@ pub fn time(p: &mut dyn Prepared, seconds: f64) -> (Work, f64) {
 }
 
 /// Measures one kernel against `limits`.
-pub fn measure(k: &dyn HotKernel, ctx: &BenchContext, limits: &Limits) -> Result<Row> {
+pub(crate) fn measure(k: &dyn HotKernel, ctx: &BenchContext, limits: &Limits) -> Result<Row> {
     let mut p = k.prepare(ctx)?;
     let (w, s) = time(p.as_mut(), ctx.seconds);
     let gflops = w.flops / s / 1e9;
@@ -226,7 +226,7 @@ pub fn measure(k: &dyn HotKernel, ctx: &BenchContext, limits: &Limits) -> Result
 }
 
 /// The bench table as text: the limits, then one line per kernel.
-pub fn render(limits: &Limits, rows: &[Row]) -> String {
+pub(crate) fn render(limits: &Limits, rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -300,7 +300,7 @@ fn fmt_rate(v: f64) -> String {
 
 /// A classification dataset for a bench kernel: the real files where the
 /// data folder has them, else the full-size stand-in.
-pub fn classification(
+pub(crate) fn classification(
     ctx: &BenchContext,
     name: crate::data::DatasetName,
 ) -> Result<std::sync::Arc<crate::data::Classification>> {

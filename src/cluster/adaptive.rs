@@ -36,30 +36,30 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlateauRule {
     /// K at time 0.
-    pub start: usize,
+    pub(crate) start: usize,
     /// K is multiplied by this on a plateau (≥ 2).
-    pub factor: usize,
+    pub(crate) factor: usize,
     /// K never exceeds this.
-    pub max: usize,
+    pub(crate) max: usize,
     /// Losses per window (≥ 1).
-    pub window: usize,
+    pub(crate) window: usize,
     /// Relative decrease below which the loss counts as flat, in [0, 1).
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
 }
 
 impl PlateauRule {
     /// Default K at time 0: 1 (asynchronous, the fastest start).
-    pub const DEFAULT_START: usize = 1;
+    pub(crate) const DEFAULT_START: usize = 1;
     /// Default factor: 2 (K runs through the powers of two, as the paper's
     /// K ∈ {1, 2, 4, 8}).
-    pub const DEFAULT_FACTOR: usize = 2;
+    pub(crate) const DEFAULT_FACTOR: usize = 2;
     /// Default window: 50 losses.
-    pub const DEFAULT_WINDOW: usize = 50;
+    pub(crate) const DEFAULT_WINDOW: usize = 50;
     /// Default tolerance: 0 (switch as soon as a window is not lower at all).
-    pub const DEFAULT_TOLERANCE: f64 = 0.0;
+    pub(crate) const DEFAULT_TOLERANCE: f64 = 0.0;
 
     /// `plateau:start=1;factor=2;max=8;window=50;tolerance=0` — for CSV cells.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "plateau:start={};factor={};max={};window={};tolerance={}",
             self.start, self.factor, self.max, self.window, self.tolerance
@@ -72,13 +72,13 @@ impl PlateauRule {
 pub struct Switch {
     /// Simulated time of the gradient whose loss completed the window.
     #[serde(with = "crate::report::json_f64")]
-    pub time: f64,
+    pub(crate) time: f64,
     /// K before.
-    pub from: usize,
+    pub(crate) from: usize,
     /// K after.
-    pub to: usize,
+    pub(crate) to: usize,
     /// Losses the PS had observed in the run, this one included.
-    pub observed: u64,
+    pub(crate) observed: u64,
 }
 
 /// The rule's state during one run.
@@ -96,7 +96,7 @@ pub struct PlateauState {
 
 impl PlateauState {
     /// The state at time 0: K = `rule.start` (capped at `rule.max`).
-    pub fn new(rule: PlateauRule) -> PlateauState {
+    pub(crate) fn new(rule: PlateauRule) -> PlateauState {
         PlateauState {
             k: rule.start.min(rule.max).max(1),
             rule,
@@ -108,17 +108,17 @@ impl PlateauState {
     }
 
     /// K in force.
-    pub fn k(&self) -> usize {
+    pub(crate) fn k(&self) -> usize {
         self.k
     }
 
     /// The switches made so far, in time order.
-    pub fn switches(&self) -> &[Switch] {
+    pub(crate) fn switches(&self) -> &[Switch] {
         &self.switches
     }
 
     /// Records one observed loss at `time`; returns whether K changed.
-    pub fn observe(&mut self, loss: f64, time: f64) -> bool {
+    pub(crate) fn observe(&mut self, loss: f64, time: f64) -> bool {
         self.observed += 1;
         if self.k >= self.rule.max {
             return false;

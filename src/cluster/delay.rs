@@ -60,18 +60,18 @@ pub enum Delay {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Empirical {
     /// The file they were read from.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The column that was read (`None`: the first column).
-    pub column: Option<String>,
+    pub(crate) column: Option<String>,
     /// The values, sorted ascending.
-    pub sorted: Vec<f64>,
+    pub(crate) sorted: Vec<f64>,
 }
 
 impl Empirical {
     /// Reads non-negative times from column `column` (by header name) or from
     /// the first column of a CSV file. A header row is optional when no
     /// column is named (a first row whose first cell is not a number is a header).
-    pub fn read(path: &Path, column: Option<&str>) -> Result<Empirical> {
+    pub(crate) fn read(path: &Path, column: Option<&str>) -> Result<Empirical> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read delay file {}", path.display()))?;
         let mut r = csv::ReaderBuilder::new()
@@ -135,7 +135,7 @@ impl Empirical {
     }
 
     /// Mean of the measured times.
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         self.sorted.iter().sum::<f64>() / self.sorted.len() as f64
     }
 }
@@ -173,7 +173,7 @@ impl Serialize for Delay {
 
 impl Delay {
     /// The distribution's name as written in scenarios.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Delay::Exponential { .. } => "exponential",
             Delay::ShiftedExponential { .. } => "shifted-exponential",
@@ -185,7 +185,7 @@ impl Delay {
     }
 
     /// A compact description for CSV columns, e.g. `shifted-exponential(shift=1,rate=0.5)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Delay::Exponential { rate } => format!("exponential(rate={rate})"),
             Delay::ShiftedExponential { shift, rate } => {
@@ -206,7 +206,7 @@ impl Delay {
 
     /// One draw.
     #[inline]
-    pub fn sample(&self, rng: &mut SimRng) -> f64 {
+    pub(crate) fn sample(&self, rng: &mut SimRng) -> f64 {
         match self {
             Delay::Exponential { rate } => {
                 let e: f64 = Exp1.sample(rng);
@@ -228,7 +228,7 @@ impl Delay {
     }
 
     /// E[X] (infinite for a Pareto with α ≤ 1).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         match self {
             Delay::Exponential { rate } => 1.0 / rate,
             Delay::ShiftedExponential { shift, rate } => shift + 1.0 / rate,
@@ -251,7 +251,7 @@ impl Delay {
     /// constants; false for the Pareto (new-worse-than-used); unknown, and so
     /// reported as false, for measured times. Dutta et al. (§4) bound K-async's
     /// runtime by K-sync's for NBU delays. Adding a constant keeps NBU.
-    pub fn is_nbu(&self) -> bool {
+    pub(crate) fn is_nbu(&self) -> bool {
         matches!(
             self,
             Delay::Exponential { .. }
@@ -273,7 +273,7 @@ impl Delay {
     /// - Pareto(x_m, α): x_m · P!/(P−K)! · Γ(P−K+1−1/α)/Γ(P+1−1/α), finite iff α(P−K+1) > 1
     /// - empirical (n atoms v_(1) ≤ … ≤ v_(n) of mass 1/n):
     ///   Σ_i v_(i) [G(i/n) − G((i−1)/n)] with G(u) = P(Binomial(P, u) ≥ K)
-    pub fn order_stat_mean(&self, k: usize, p: usize) -> Option<f64> {
+    pub(crate) fn order_stat_mean(&self, k: usize, p: usize) -> Option<f64> {
         if k == 0 || k > p {
             return None;
         }
@@ -311,12 +311,12 @@ impl Delay {
 }
 
 /// H_n = Σ_{i=1}^{n} 1/i (H_0 = 0).
-pub fn harmonic(n: usize) -> f64 {
+pub(crate) fn harmonic(n: usize) -> f64 {
     (1..=n).map(|i| 1.0 / i as f64).sum()
 }
 
 /// P(Binomial(n, u) ≥ k), summed in log space so that large n does not overflow.
-pub fn binomial_tail(n: usize, k: usize, u: f64) -> f64 {
+pub(crate) fn binomial_tail(n: usize, k: usize, u: f64) -> f64 {
     if k == 0 || u >= 1.0 {
         return if k <= n { 1.0 } else { 0.0 };
     }

@@ -12,9 +12,9 @@
 //! - [`theory`]: the paper's runtime results (order statistics, renewal
 //!   theory) and the K-sync error floor.
 
-pub mod adaptive;
-pub mod delay;
-pub mod protocol;
+pub(crate) mod adaptive;
+pub(crate) mod delay;
+pub(crate) mod protocol;
 pub mod sim;
 pub mod theory;
 pub mod training;

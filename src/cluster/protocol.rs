@@ -50,13 +50,8 @@ impl Protocol {
         }
     }
 
-    /// Whether the PS cancels unfinished work at every update (the sync variants).
-    pub fn cancels(self) -> bool {
-        matches!(self, Protocol::KSync | Protocol::KBatchSync)
-    }
-
     /// Whether K may not exceed P (one gradient per worker per update).
-    pub fn needs_distinct_workers(self) -> bool {
+    pub(crate) fn needs_distinct_workers(self) -> bool {
         matches!(self, Protocol::KSync | Protocol::KAsync)
     }
 }
@@ -78,7 +73,7 @@ impl KSchedule {
 
     /// A schedule from `(from, k)` steps. Errors (as text) unless the first
     /// step is at 0, times strictly increase and every k ≥ 1.
-    pub fn steps(steps: Vec<(f64, usize)>) -> Result<KSchedule, String> {
+    pub(crate) fn steps(steps: Vec<(f64, usize)>) -> Result<KSchedule, String> {
         if steps.is_empty() {
             return Err("a schedule needs at least one step".into());
         }
@@ -104,7 +99,7 @@ impl KSchedule {
 
     /// K in force at time `t`.
     #[inline]
-    pub fn k_at(&self, t: f64) -> usize {
+    pub(crate) fn k_at(&self, t: f64) -> usize {
         let mut k = self.steps[0].1;
         for &(from, kk) in &self.steps[1..] {
             if t >= from {
@@ -116,28 +111,24 @@ impl KSchedule {
         k
     }
 
-    /// The (from, k) steps.
-    pub fn as_steps(&self) -> &[(f64, usize)] {
-        &self.steps
-    }
-
     /// Times after 0 at which K changes.
-    pub fn change_times(&self) -> impl Iterator<Item = f64> + '_ {
+    pub(crate) fn change_times(&self) -> impl Iterator<Item = f64> + '_ {
         self.steps[1..].iter().map(|s| s.0)
     }
 
     /// The constant K, if the schedule has one step.
-    pub fn constant(&self) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn constant(&self) -> Option<usize> {
         (self.steps.len() == 1).then(|| self.steps[0].1)
     }
 
     /// The largest K of the schedule.
-    pub fn max_k(&self) -> usize {
+    pub(crate) fn max_k(&self) -> usize {
         self.steps.iter().map(|s| s.1).max().unwrap_or(1)
     }
 
     /// `0:1;200:2;400:4` — for CSV cells.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.steps
             .iter()
             .map(|(t, k)| format!("{t}:{k}"))

@@ -63,25 +63,25 @@ impl DelaySource for ScriptedDelays {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Job {
     /// The worker computing it.
-    pub worker: usize,
+    pub(crate) worker: usize,
     /// Version v of the parameters w_v it is computed on.
-    pub version: u64,
+    pub(crate) version: u64,
     /// Global index of the computation in this run (0, 1, …, in start
     /// order); models derive the minibatch from it.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Start time.
-    pub started: f64,
+    pub(crate) started: f64,
 }
 
 /// A gradient used by an update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Applied {
     /// Worker that computed it.
-    pub worker: usize,
+    pub(crate) worker: usize,
     /// Version it was computed on.
-    pub version: u64,
+    pub(crate) version: u64,
     /// Its computation index ([`Job::seq`]).
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Updates between its version and the update that applies it.
     pub staleness: u64,
 }
@@ -137,7 +137,7 @@ pub enum Stop {
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunStats {
     /// Updates done.
-    pub updates: u64,
+    pub(crate) updates: u64,
     /// Simulated time at the end (the last update for `Stop::Updates`, the
     /// horizon for `Stop::Time`).
     #[serde(with = "crate::report::json_f64")]
@@ -145,11 +145,11 @@ pub struct RunStats {
     /// Events popped from the queue.
     pub events: u64,
     /// Gradient computations started.
-    pub started: u64,
+    pub(crate) started: u64,
     /// Gradients that reached the PS.
-    pub pushed: u64,
+    pub(crate) pushed: u64,
     /// Computations cancelled.
-    pub cancelled: u64,
+    pub(crate) cancelled: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -41,7 +41,7 @@ pub struct Theory {
     /// An upper bound on the expected value.
     pub upper: Option<f64>,
     /// The formula(s), for the CSV and the report.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// The total time of one gradient: a compute delay plus a constant communication time.

@@ -28,32 +28,32 @@ use crate::model::gradient::{GradientDraw, GradientModel};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct StalenessAware {
     /// C.
-    pub c: f64,
+    pub(crate) c: f64,
     /// η_max.
-    pub eta_max: f64,
+    pub(crate) eta_max: f64,
 }
 
 /// One update of a logged run.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct UpdateLog {
+pub(crate) struct UpdateLog {
     /// New version j + 1.
-    pub version: u64,
+    pub(crate) version: u64,
     /// Wall-clock time.
     #[serde(with = "crate::report::json_f64")]
-    pub time: f64,
+    pub(crate) time: f64,
     /// Workers whose gradients were used, in arrival order.
-    pub workers: Vec<usize>,
+    pub(crate) workers: Vec<usize>,
     /// Staleness of each of those gradients.
-    pub staleness: Vec<u64>,
+    pub(crate) staleness: Vec<u64>,
     /// Learning rate applied to each gradient.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub rates: Vec<f64>,
+    pub(crate) rates: Vec<f64>,
     /// ‖w_j − w_τ‖² of each gradient (measured only with the staleness-aware rate; else empty).
     #[serde(with = "crate::report::json_f64::vec")]
-    pub distances2: Vec<f64>,
+    pub(crate) distances2: Vec<f64>,
     /// Loss after the update (NaN when not evaluated at this update).
     #[serde(with = "crate::report::json_f64")]
-    pub loss: f64,
+    pub(crate) loss: f64,
 }
 
 /// Settings of one training run.
@@ -91,20 +91,20 @@ pub struct Training<'a, M: GradientModel> {
     /// Loss at each grid time reached so far.
     pub grid_loss: Vec<f64>,
     /// Updates done by each grid time reached so far.
-    pub grid_updates: Vec<u64>,
+    pub(crate) grid_updates: Vec<u64>,
     /// Count of gradients by staleness (last bucket: ≥ its index).
-    pub staleness_histogram: Vec<u64>,
+    pub(crate) staleness_histogram: Vec<u64>,
     /// Σ staleness and Σ staleness² over all applied gradients, and their number.
-    pub staleness_sum: (f64, f64, u64),
+    pub(crate) staleness_sum: (f64, f64, u64),
     /// Largest staleness seen.
-    pub staleness_max: u64,
+    pub(crate) staleness_max: u64,
     /// Per-update log, if requested.
-    pub log: Vec<UpdateLog>,
+    pub(crate) log: Vec<UpdateLog>,
     /// Σ of the learning rates applied, and their number (for the mean rate).
-    pub rate_sum: (f64, u64),
+    pub(crate) rate_sum: (f64, u64),
     /// Σ ‖w_j − w_τ‖² over stale gradients and their number (staleness-aware runs only):
     /// the scale against which C is chosen.
-    pub stale_distance2_sum: (f64, u64),
+    pub(crate) stale_distance2_sum: (f64, u64),
     updates: u64,
     last_update_time: f64,
     /// Simulated time of the event being handled.
@@ -149,17 +149,18 @@ impl<'a, M: GradientModel> Training<'a, M> {
     }
 
     /// The PS parameters.
-    pub fn params(&self) -> &[f32] {
+    #[cfg(test)]
+    pub(crate) fn params(&self) -> &[f32] {
         &self.params
     }
 
     /// Time of the last update (0 if none).
-    pub fn last_update_time(&self) -> f64 {
+    pub(crate) fn last_update_time(&self) -> f64 {
         self.last_update_time
     }
 
     /// The adaptive rule's changes of K so far (empty without a rule).
-    pub fn switches(&self) -> &[Switch] {
+    pub(crate) fn switches(&self) -> &[Switch] {
         self.rule.as_ref().map_or(&[], |r| r.switches())
     }
 

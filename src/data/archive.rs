@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use super::DatasetName;
 
 /// The error for a dataset archive that is not there, with what to do next.
-pub fn missing_archive_error(dataset: DatasetName, expected: &Path) -> anyhow::Error {
+pub(crate) fn missing_archive_error(dataset: DatasetName, expected: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "dataset `{dataset}`: file not found: expected {}.\n\
          Point --data-dir at a folder laid out like ../shared/data (one subfolder per dataset), \
@@ -25,7 +25,7 @@ pub fn missing_archive_error(dataset: DatasetName, expected: &Path) -> anyhow::E
 /// zip or truncated (no readable central directory), missing member (listing
 /// the members there are), and corrupt compressed data (a deflate or CRC-32
 /// error while reading the member).
-pub fn read_zip_member(dataset: DatasetName, path: &Path, member: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_zip_member(dataset: DatasetName, path: &Path, member: &str) -> Result<Vec<u8>> {
     if !path.is_file() {
         return Err(missing_archive_error(dataset, path));
     }

@@ -32,15 +32,15 @@ use anyhow::{Result, bail};
 use super::{DataCache, DataOptions, DatasetName, Provenance, lda_standin, news20, reuters};
 
 /// Shortest word kept, in letters.
-pub const MIN_WORD_LEN: usize = 3;
+pub(crate) const MIN_WORD_LEN: usize = 3;
 /// Longest word kept, in letters.
-pub const MAX_WORD_LEN: usize = 20;
+pub(crate) const MAX_WORD_LEN: usize = 20;
 /// A word is kept only if at least this many documents contain it.
-pub const MIN_DOC_FREQ: usize = 5;
+pub(crate) const MIN_DOC_FREQ: usize = 5;
 
 /// The Glasgow IR Group English stop-word list (the words made of letters
 /// only; its multi-word and apostrophe entries cannot match a token).
-pub const STOP_WORDS: &[&str] = &[
+pub(crate) const STOP_WORDS: &[&str] = &[
     "a",
     "about",
     "above",
@@ -365,25 +365,25 @@ pub const STOP_WORDS: &[&str] = &[
 #[derive(Clone, Debug)]
 pub struct Corpus {
     /// Which dataset this is.
-    pub name: DatasetName,
+    pub(crate) name: DatasetName,
     /// Word of each id (ids by decreasing corpus frequency).
     pub vocab: Vec<String>,
     /// Start of each document in `tokens`, plus the end (`docs + 1` entries).
-    pub offsets: Vec<usize>,
+    pub(crate) offsets: Vec<usize>,
     /// Word ids of all documents, concatenated.
-    pub tokens: Vec<u32>,
+    pub(crate) tokens: Vec<u32>,
     /// Real files or synthetic stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
 }
 
 impl Corpus {
     /// Number of documents D.
-    pub fn docs(&self) -> usize {
+    pub(crate) fn docs(&self) -> usize {
         self.offsets.len() - 1
     }
 
     /// Vocabulary size V.
-    pub fn vocab_size(&self) -> usize {
+    pub(crate) fn vocab_size(&self) -> usize {
         self.vocab.len()
     }
 
@@ -394,23 +394,24 @@ impl Corpus {
 
     /// Word ids of document `d`.
     #[inline]
-    pub fn doc(&self, d: usize) -> &[u32] {
+    #[cfg(test)]
+    pub(crate) fn doc(&self, d: usize) -> &[u32] {
         &self.tokens[self.offsets[d]..self.offsets[d + 1]]
     }
 
     /// Length (tokens) of document `d`.
     #[inline]
-    pub fn doc_len(&self, d: usize) -> usize {
+    pub(crate) fn doc_len(&self, d: usize) -> usize {
         self.offsets[d + 1] - self.offsets[d]
     }
 
     /// Length of the longest document.
-    pub fn max_doc_len(&self) -> usize {
+    pub(crate) fn max_doc_len(&self) -> usize {
         (0..self.docs()).map(|d| self.doc_len(d)).max().unwrap_or(0)
     }
 
     /// Corpus frequency of each word id.
-    pub fn word_counts(&self) -> Vec<usize> {
+    pub(crate) fn word_counts(&self) -> Vec<usize> {
         let mut c = vec![0usize; self.vocab.len()];
         for &w in &self.tokens {
             c[w as usize] += 1;
@@ -420,7 +421,7 @@ impl Corpus {
 
     /// Checks the invariants every loader promises: offsets increasing from 0
     /// to N, no empty document, word ids inside the vocabulary.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let name = self.name;
         anyhow::ensure!(self.docs() > 0, "corpus {name} has no documents");
         anyhow::ensure!(
@@ -453,20 +454,20 @@ impl Corpus {
 
 /// Splits raw text into the words kept by the rules in the module docs
 /// (before the document-frequency filter).
-pub struct Tokenizer {
+pub(crate) struct Tokenizer {
     stop: std::collections::HashSet<&'static str>,
 }
 
 impl Tokenizer {
     /// A tokenizer with [`STOP_WORDS`] plus `extra_stop_words`.
-    pub fn new(extra_stop_words: &[&'static str]) -> Tokenizer {
+    pub(crate) fn new(extra_stop_words: &[&'static str]) -> Tokenizer {
         Tokenizer {
             stop: STOP_WORDS.iter().chain(extra_stop_words).copied().collect(),
         }
     }
 
     /// Calls `emit` with every kept word of `text` (lower-case ASCII), in order.
-    pub fn for_each_word(&self, text: &[u8], mut emit: impl FnMut(&str)) {
+    pub(crate) fn for_each_word(&self, text: &[u8], mut emit: impl FnMut(&str)) {
         let mut word = [0u8; MAX_WORD_LEN];
         let mut len = 0usize;
         let mut too_long = false;
@@ -495,7 +496,7 @@ impl Tokenizer {
 
 /// Collects tokenized documents and builds a [`Corpus`] with the
 /// document-frequency filter and frequency-ordered word ids.
-pub struct CorpusBuilder {
+pub(crate) struct CorpusBuilder {
     tokenizer: Tokenizer,
     ids: HashMap<String, u32>,
     words: Vec<String>,
@@ -506,7 +507,7 @@ pub struct CorpusBuilder {
 
 impl CorpusBuilder {
     /// A builder whose tokenizer also drops `extra_stop_words`.
-    pub fn new(extra_stop_words: &[&'static str]) -> CorpusBuilder {
+    pub(crate) fn new(extra_stop_words: &[&'static str]) -> CorpusBuilder {
         CorpusBuilder {
             tokenizer: Tokenizer::new(extra_stop_words),
             ids: HashMap::new(),
@@ -519,7 +520,7 @@ impl CorpusBuilder {
 
     /// Adds one document given as raw text (which may be several pieces,
     /// e.g. a title and a body).
-    pub fn add_document(&mut self, pieces: &[&[u8]]) {
+    pub(crate) fn add_document(&mut self, pieces: &[&[u8]]) {
         let mut doc = Vec::new();
         let doc_index = self.docs.len() as u32 + 1;
         for piece in pieces {
@@ -553,14 +554,9 @@ impl CorpusBuilder {
         self.docs.push(doc);
     }
 
-    /// Number of documents added so far.
-    pub fn documents_added(&self) -> usize {
-        self.docs.len()
-    }
-
     /// Applies the document-frequency filter, renumbers words by decreasing
     /// frequency and drops documents left empty.
-    pub fn build(self, name: DatasetName, provenance: Provenance) -> Result<Corpus> {
+    pub(crate) fn build(self, name: DatasetName, provenance: Provenance) -> Result<Corpus> {
         let n_words = self.words.len();
         let mut freq = vec![0usize; n_words];
         for d in &self.docs {
@@ -621,17 +617,17 @@ impl CorpusBuilder {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CorpusShape {
     /// Documents D.
-    pub docs: usize,
+    pub(crate) docs: usize,
     /// Vocabulary size V.
-    pub vocab: usize,
+    pub(crate) vocab: usize,
     /// Total tokens N.
-    pub tokens: usize,
+    pub(crate) tokens: usize,
     /// Mean of ln(document length).
-    pub log_len_mean: f64,
+    pub(crate) log_len_mean: f64,
     /// Standard deviation of ln(document length).
-    pub log_len_std: f64,
+    pub(crate) log_len_std: f64,
     /// Longest document.
-    pub max_len: usize,
+    pub(crate) max_len: usize,
 }
 
 impl Corpus {
@@ -679,7 +675,7 @@ pub fn load_corpus(name: DatasetName, opts: &DataOptions, seed: u64) -> Result<C
 }
 
 /// The corpus `name` through `cache` (loaded once per process).
-pub fn cached_corpus(
+pub(crate) fn cached_corpus(
     cache: &DataCache,
     name: DatasetName,
     opts: &DataOptions,

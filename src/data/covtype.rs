@@ -13,14 +13,14 @@ use anyhow::{Result, bail};
 use super::{Classification, DatasetName, Provenance, files};
 
 /// File name of the data (before any `.gz`).
-pub const DATA_FILE: &str = "covtype.data";
+pub(crate) const DATA_FILE: &str = "covtype.data";
 /// Number of feature columns.
-pub const FEATURES: usize = 54;
+pub(crate) const FEATURES: usize = 54;
 /// Number of classes (labels 1..=7 in the file, 0..=6 in memory).
-pub const CLASSES: usize = 7;
+pub(crate) const CLASSES: usize = 7;
 
 /// Loads Covertype from `dir` (the `covtype/` folder).
-pub fn load(dir: &Path) -> Result<Classification> {
+pub(crate) fn load(dir: &Path) -> Result<Classification> {
     let path = files::find(DatasetName::Covtype, dir, DATA_FILE)?;
     let bytes = files::read_maybe_gz(&path)?;
     let (x, y) = parse(&bytes, &path)?;
@@ -36,7 +36,7 @@ pub fn load(dir: &Path) -> Result<Classification> {
 }
 
 /// Parses the CSV text: returns features (row-major) and 0-based labels.
-pub fn parse(bytes: &[u8], path: &Path) -> Result<(Vec<f32>, Vec<u8>)> {
+pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<(Vec<f32>, Vec<u8>)> {
     let mut x = Vec::with_capacity(bytes.len() / 130 * FEATURES);
     let mut y = Vec::with_capacity(bytes.len() / 130);
     for (lineno, line) in bytes.split(|&b| b == b'\n').enumerate() {

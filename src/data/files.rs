@@ -10,7 +10,7 @@ use flate2::read::MultiGzDecoder;
 use super::{DatasetName, missing_file_error};
 
 /// Finds `<dir>/<name>.gz` or `<dir>/<name>`, in that order.
-pub fn find(dataset: DatasetName, dir: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn find(dataset: DatasetName, dir: &Path, name: &str) -> Result<PathBuf> {
     let gz = dir.join(format!("{name}.gz"));
     if gz.is_file() {
         return Ok(gz);
@@ -24,7 +24,7 @@ pub fn find(dataset: DatasetName, dir: &Path, name: &str) -> Result<PathBuf> {
 
 /// Reads a whole file, decompressing it if it starts with the gzip magic bytes.
 /// Errors name the file (e.g. a truncated gzip stream).
-pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut head = [0u8; 2];
     let n = read_up_to(&mut file, &mut head)

@@ -18,29 +18,29 @@ use super::ratings::{Entry, Ratings};
 use super::{DatasetName, Provenance, archive};
 
 /// The archive in the `jester/` folder.
-pub const ARCHIVE: &str = "jester-data-1.zip";
+pub(crate) const ARCHIVE: &str = "jester-data-1.zip";
 /// The member holding the ratings.
-pub const MEMBER: &str = "jester-data-1.csv";
+pub(crate) const MEMBER: &str = "jester-data-1.csv";
 /// Number of jokes (columns after the count).
-pub const JOKES: usize = 100;
+pub(crate) const JOKES: usize = 100;
 /// The "not rated" marker.
-pub const NOT_RATED: f32 = 99.0;
+pub(crate) const NOT_RATED: f32 = 99.0;
 /// Users in part 1.
-pub const USERS: usize = 24_983;
+pub(crate) const USERS: usize = 24_983;
 /// Ratings in part 1.
-pub const RATINGS: usize = 1_810_455;
+pub(crate) const RATINGS: usize = 1_810_455;
 /// Which data this is, for outputs.
-pub const VERSION_NOTE: &str = "Jester dataset 1, part 1 (jester-data-1: 24,983 users x 100 jokes); \
+pub(crate) const VERSION_NOTE: &str = "Jester dataset 1, part 1 (jester-data-1: 24,983 users x 100 jokes); \
      the paper's Jester 2+ is not available";
 
 /// Rescales a Jester rating from [−10, 10] to [0, 10] (SCAR Appendix D).
 #[inline]
-pub fn rescale(r: f32) -> f32 {
+pub(crate) fn rescale(r: f32) -> f32 {
     (r + 10.0) / 2.0
 }
 
 /// Loads part 1 from `dir` (the `jester/` folder).
-pub fn load(dir: &Path) -> Result<Ratings> {
+pub(crate) fn load(dir: &Path) -> Result<Ratings> {
     let path = dir.join(ARCHIVE);
     let bytes = archive::read_zip_member(DatasetName::Jester, &path, MEMBER)?;
     let label = path.join(MEMBER);
@@ -62,7 +62,7 @@ pub fn load(dir: &Path) -> Result<Ratings> {
 /// Parses the CSV text. Returns the rescaled ratings (user id = 1-based
 /// row, item id = joke 1..=100), the number of rows and the number of rows
 /// with no rating (which are left out). `label` names the file in errors.
-pub fn parse(bytes: &[u8], label: &Path) -> Result<(Vec<Entry>, usize, usize)> {
+pub(crate) fn parse(bytes: &[u8], label: &Path) -> Result<(Vec<Entry>, usize, usize)> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text ({e})", label.display()))?;
     let mut out = Vec::with_capacity(text.len() / 7);

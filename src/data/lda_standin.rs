@@ -30,21 +30,21 @@ use super::{DatasetName, Provenance};
 use crate::rng::{Purpose, stream};
 
 /// Topics of the generating model.
-pub const GEN_TOPICS: usize = 20;
+pub(crate) const GEN_TOPICS: usize = 20;
 /// Concentration c/V of the topics' word distributions (per vocabulary
 /// word): larger values give flatter, more similar topics and a higher
 /// negative log-likelihood per token. Chosen so that the fitted stand-in's
 /// −log p(w, z) per token settles a little below the real corpus's
 /// criterion per token (20 Newsgroups 9.56, Reuters 8.49; measured plateau of
 /// the Reuters stand-in: 8.39).
-pub fn topic_concentration(name: DatasetName) -> f64 {
+pub(crate) fn topic_concentration(name: DatasetName) -> f64 {
     match name {
         DatasetName::News20 => 0.035,
         _ => 0.025,
     }
 }
 /// Symmetric Dirichlet parameter of the documents' topic proportions.
-pub const DOC_ALPHA: f64 = 0.1;
+pub(crate) const DOC_ALPHA: f64 = 0.1;
 
 /// Generates the stand-in for corpus `name` of real shape `shape`.
 pub fn generate(name: DatasetName, shape: &CorpusShape, seed: u64, scale: f64) -> Corpus {

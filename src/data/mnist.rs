@@ -13,16 +13,16 @@ use anyhow::{Result, bail};
 use super::{Classification, DatasetName, Provenance, files};
 
 /// File name of the training images (before any `.gz`).
-pub const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
+pub(crate) const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
 /// File name of the training labels (before any `.gz`).
-pub const TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
+pub(crate) const TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
 /// IDX magic number of an unsigned-byte 3-D array (images).
-pub const IMAGES_MAGIC: u32 = 0x0000_0803;
+pub(crate) const IMAGES_MAGIC: u32 = 0x0000_0803;
 /// IDX magic number of an unsigned-byte 1-D array (labels).
-pub const LABELS_MAGIC: u32 = 0x0000_0801;
+pub(crate) const LABELS_MAGIC: u32 = 0x0000_0801;
 
 /// Loads the MNIST training set from `dir` (the `mnist/` folder).
-pub fn load(dir: &Path) -> Result<Classification> {
+pub(crate) fn load(dir: &Path) -> Result<Classification> {
     let img_path = files::find(DatasetName::Mnist, dir, TRAIN_IMAGES)?;
     let lbl_path = files::find(DatasetName::Mnist, dir, TRAIN_LABELS)?;
     let images = files::read_maybe_gz(&img_path)?;
@@ -65,7 +65,10 @@ fn be_u32(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// Parses an IDX image file: `(count, rows, cols, pixel bytes)`.
-pub fn parse_images<'a>(bytes: &'a [u8], path: &Path) -> Result<(usize, usize, usize, &'a [u8])> {
+pub(crate) fn parse_images<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+) -> Result<(usize, usize, usize, &'a [u8])> {
     if bytes.len() < 16 {
         bail!(
             "{}: too short for an IDX image header ({} bytes, need 16)",
@@ -99,7 +102,7 @@ pub fn parse_images<'a>(bytes: &'a [u8], path: &Path) -> Result<(usize, usize, u
 }
 
 /// Parses an IDX label file.
-pub fn parse_labels<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
+pub(crate) fn parse_labels<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a [u8]> {
     if bytes.len() < 8 {
         bail!(
             "{}: too short for an IDX label header ({} bytes, need 8)",

@@ -9,19 +9,19 @@
 
 pub mod archive;
 pub mod corpus;
-pub mod covtype;
-pub mod files;
-pub mod jester;
+pub(crate) mod covtype;
+pub(crate) mod files;
+pub(crate) mod jester;
 pub mod lda_standin;
 pub mod mnist;
-pub mod movielens;
-pub mod news20;
-pub mod presence;
+pub(crate) mod movielens;
+pub(crate) mod news20;
+pub(crate) mod presence;
 pub mod ratings;
-pub mod reuters;
+pub(crate) mod reuters;
 pub mod synthetic;
 pub mod synthetic_ratings;
-pub mod tarball;
+pub(crate) mod tarball;
 
 pub use ratings::Ratings;
 
@@ -59,7 +59,7 @@ pub enum DatasetName {
 
 impl DatasetName {
     /// The folder name under the data directory.
-    pub fn folder(self) -> &'static str {
+    pub(crate) fn folder(self) -> &'static str {
         match self {
             DatasetName::Mnist => "mnist",
             DatasetName::Covtype => "covtype",
@@ -74,7 +74,7 @@ impl DatasetName {
 
 impl DatasetName {
     /// The name used in scenarios and CSV files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DatasetName::Mnist => "mnist",
             DatasetName::Covtype => "covtype",
@@ -96,7 +96,7 @@ impl fmt::Display for DatasetName {
 /// Where a dataset came from; written into every manifest and figure title.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Provenance {
+pub(crate) enum Provenance {
     /// Read from real files.
     Real {
         /// The files that were read.
@@ -113,7 +113,7 @@ pub enum Provenance {
 
 impl Provenance {
     /// `"real"` or `"synthetic"`, the value of the `data` CSV column.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Provenance::Real { .. } => "real",
             Provenance::Synthetic { .. } => "synthetic",
@@ -126,7 +126,7 @@ impl Provenance {
 #[derive(Clone, Debug)]
 pub struct Classification {
     /// Which dataset this is.
-    pub name: DatasetName,
+    pub(crate) name: DatasetName,
     /// Number of examples.
     pub rows: usize,
     /// Number of features per example.
@@ -134,27 +134,28 @@ pub struct Classification {
     /// Number of classes.
     pub classes: usize,
     /// Features, row-major, `rows * features` values.
-    pub x: Vec<f32>,
+    pub(crate) x: Vec<f32>,
     /// Labels in `0..classes`.
-    pub y: Vec<u8>,
+    pub(crate) y: Vec<u8>,
     /// Real files or synthetic stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
 }
 
 impl Classification {
     /// Feature vector of example `i`.
     #[inline]
-    pub fn row(&self, i: usize) -> &[f32] {
+    pub(crate) fn row(&self, i: usize) -> &[f32] {
         &self.x[i * self.features..(i + 1) * self.features]
     }
 
     /// Fraction of feature values that are non-zero.
-    pub fn density(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn density(&self) -> f64 {
         self.x.iter().filter(|v| **v != 0.0).count() as f64 / self.x.len().max(1) as f64
     }
 
     /// Checks the invariants every loader promises (shape, finite values, labels in range).
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         anyhow::ensure!(
             self.x.len() == self.rows * self.features && self.y.len() == self.rows,
             "dataset {}: inconsistent shape",
@@ -221,7 +222,7 @@ impl DataCache {
 
     /// The classification dataset `name`, real or synthetic per `opts`.
     /// Stand-ins are generated from `seed`.
-    pub fn classification(
+    pub(crate) fn classification(
         &self,
         name: DatasetName,
         opts: &DataOptions,
@@ -247,7 +248,7 @@ impl DataCache {
     /// Any other dataset type: the value cached under `key`, or `load()`'s
     /// result, cached. The key must identify the data completely (dataset,
     /// real or synthetic, scale, and the seed of a stand-in).
-    pub fn get_or_load<T: Any + Send + Sync>(
+    pub(crate) fn get_or_load<T: Any + Send + Sync>(
         &self,
         key: &str,
         load: impl FnOnce() -> Result<T>,
@@ -266,7 +267,7 @@ impl DataCache {
 }
 
 /// Loads (or generates) a classification dataset without caching.
-pub fn load_classification(
+pub(crate) fn load_classification(
     name: DatasetName,
     opts: &DataOptions,
     seed: u64,
@@ -290,7 +291,7 @@ pub fn load_classification(
 }
 
 /// The error for a dataset file that is not there, with what to do next.
-pub fn missing_file_error(dataset: DatasetName, expected: &Path) -> anyhow::Error {
+pub(crate) fn missing_file_error(dataset: DatasetName, expected: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "dataset `{dataset}`: file not found: expected {} (or the same name without .gz).\n\
          Point --data-dir at a folder laid out like ../shared/data (one subfolder per dataset), \

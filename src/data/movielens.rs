@@ -17,20 +17,20 @@ use super::ratings::{Entry, Ratings};
 use super::{DatasetName, Provenance, archive};
 
 /// The archive in the `movielens-small/` folder.
-pub const ARCHIVE: &str = "ml-latest-small.zip";
+pub(crate) const ARCHIVE: &str = "ml-latest-small.zip";
 /// The member holding the ratings.
-pub const MEMBER: &str = "ml-latest-small/ratings.csv";
+pub(crate) const MEMBER: &str = "ml-latest-small/ratings.csv";
 /// The header line of `ratings.csv`.
-pub const HEADER: &str = "userId,movieId,rating,timestamp";
+pub(crate) const HEADER: &str = "userId,movieId,rating,timestamp";
 /// Users in the 2016 release.
-pub const USERS: usize = 671;
+pub(crate) const USERS: usize = 671;
 /// Movies with at least one rating in the 2016 release.
-pub const ITEMS: usize = 9_066;
+pub(crate) const ITEMS: usize = 9_066;
 /// Ratings in the 2016 release.
-pub const RATINGS: usize = 100_004;
+pub(crate) const RATINGS: usize = 100_004;
 
 /// Loads the ratings from `dir` (the `movielens-small/` folder).
-pub fn load(dir: &Path) -> Result<Ratings> {
+pub(crate) fn load(dir: &Path) -> Result<Ratings> {
     let path = dir.join(ARCHIVE);
     let bytes = archive::read_zip_member(DatasetName::Movielens, &path, MEMBER)?;
     let label = path.join(MEMBER);
@@ -52,7 +52,7 @@ pub fn load(dir: &Path) -> Result<Ratings> {
 
 /// Parses `ratings.csv`; `label` names the file in errors (e.g.
 /// `…/ml-latest-small.zip/ml-latest-small/ratings.csv`).
-pub fn parse(bytes: &[u8], label: &Path) -> Result<Vec<Entry>> {
+pub(crate) fn parse(bytes: &[u8], label: &Path) -> Result<Vec<Entry>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text ({e})", label.display()))?;
     let mut lines = text.split('\n').enumerate();

@@ -19,12 +19,12 @@ use super::corpus::{Corpus, CorpusBuilder, CorpusShape};
 use super::{DatasetName, Provenance, files, tarball};
 
 /// Archive name (before any `.gz`).
-pub const ARCHIVE: &str = "20news-bydate.tar";
+pub(crate) const ARCHIVE: &str = "20news-bydate.tar";
 
 /// The real corpus under the tokenizer of [`super::corpus`], as measured by
 /// `cargo run --release --example corpus_shape -- <data dir>` on the files in
 /// `../shared/data/`.
-pub const SHAPE: CorpusShape = CorpusShape {
+pub(crate) const SHAPE: CorpusShape = CorpusShape {
     docs: 18_805,
     vocab: 28_857,
     tokens: 2_239_111,
@@ -43,7 +43,7 @@ struct Message {
 }
 
 /// Loads 20 Newsgroups from `dir` (the `20newsgroups/` folder).
-pub fn load(dir: &Path) -> Result<Corpus> {
+pub(crate) fn load(dir: &Path) -> Result<Corpus> {
     let path = files::find(DatasetName::News20, dir, ARCHIVE)?;
     let mut messages = Vec::new();
     tarball::for_each_file(&path, |name, data| {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::{DatasetName, covtype, mnist};
 
 /// The files dataset `name` needs, relative to its folder under the data directory.
-pub fn required_files(name: DatasetName) -> &'static [&'static str] {
+pub(crate) fn required_files(name: DatasetName) -> &'static [&'static str] {
     match name {
         DatasetName::Mnist => &[mnist::TRAIN_IMAGES, mnist::TRAIN_LABELS],
         DatasetName::Covtype => &[covtype::DATA_FILE],
@@ -26,7 +26,7 @@ pub fn required_files(name: DatasetName) -> &'static [&'static str] {
 
 /// The files of dataset `name` that are not under `data_dir` (empty when the
 /// dataset is present). A file counts as present as `<file>` or `<file>.gz`.
-pub fn missing_files(name: DatasetName, data_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn missing_files(name: DatasetName, data_dir: &Path) -> Vec<PathBuf> {
     let dir = data_dir.join(name.folder());
     required_files(name)
         .iter()
@@ -39,7 +39,8 @@ pub fn missing_files(name: DatasetName, data_dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether every file of dataset `name` is under `data_dir`.
-pub fn is_present(name: DatasetName, data_dir: &Path) -> bool {
+#[cfg(test)]
+pub(crate) fn is_present(name: DatasetName, data_dir: &Path) -> bool {
     missing_files(name, data_dir).is_empty()
 }
 

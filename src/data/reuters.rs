@@ -21,16 +21,16 @@ use super::corpus::{Corpus, CorpusBuilder, CorpusShape};
 use super::{DatasetName, Provenance, files, tarball};
 
 /// Archive name (before any `.gz`).
-pub const ARCHIVE: &str = "reuters21578.tar";
+pub(crate) const ARCHIVE: &str = "reuters21578.tar";
 /// Number of SGML files `reut2-000.sgm` … `reut2-021.sgm`.
-pub const SGML_FILES: usize = 22;
+pub(crate) const SGML_FILES: usize = 22;
 /// Corpus-specific stop word: the sign-off at the end of each story.
-pub const EXTRA_STOP_WORDS: &[&str] = &["reuter"];
+pub(crate) const EXTRA_STOP_WORDS: &[&str] = &["reuter"];
 
 /// The real corpus under the tokenizer of [`super::corpus`], as measured by
 /// `cargo run --release --example corpus_shape -- <data dir>` on the files in
 /// `../shared/data/`.
-pub const SHAPE: CorpusShape = CorpusShape {
+pub(crate) const SHAPE: CorpusShape = CorpusShape {
     docs: 21_577,
     vocab: 12_998,
     tokens: 1_477_562,
@@ -40,7 +40,7 @@ pub const SHAPE: CorpusShape = CorpusShape {
 };
 
 /// Loads Reuters-21578 from `dir` (the `reuters/` folder).
-pub fn load(dir: &Path) -> Result<Corpus> {
+pub(crate) fn load(dir: &Path) -> Result<Corpus> {
     let path = files::find(DatasetName::Reuters, dir, ARCHIVE)?;
     let mut sgml: Vec<(String, Vec<u8>)> = Vec::new();
     tarball::for_each_file(&path, |name, data| {
@@ -79,16 +79,16 @@ pub fn load(dir: &Path) -> Result<Corpus> {
 
 /// One `<REUTERS>` document: the byte ranges of its text pieces.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SgmlDoc {
+pub(crate) struct SgmlDoc {
     /// NEWID attribute.
-    pub newid: u64,
+    pub(crate) newid: u64,
     /// Byte ranges (into the file) of the text kept, in order.
-    pub ranges: Vec<std::ops::Range<usize>>,
+    pub(crate) ranges: Vec<std::ops::Range<usize>>,
 }
 
 impl SgmlDoc {
     /// The text pieces of this document in `data`.
-    pub fn pieces<'a>(&self, data: &'a [u8]) -> Vec<&'a [u8]> {
+    pub(crate) fn pieces<'a>(&self, data: &'a [u8]) -> Vec<&'a [u8]> {
         self.ranges.iter().map(|r| &data[r.clone()]).collect()
     }
 }
@@ -115,7 +115,7 @@ fn find(data: &[u8], from: usize, pat: &[u8]) -> Option<usize> {
 
 /// Parses one SGML file into its documents. `label` names the file in
 /// errors, which give the line and column of the problem.
-pub fn parse_sgml(data: &[u8], label: &str) -> Result<Vec<SgmlDoc>> {
+pub(crate) fn parse_sgml(data: &[u8], label: &str) -> Result<Vec<SgmlDoc>> {
     let mut docs = Vec::new();
     let mut at = 0;
     while let Some(open) = find(data, at, b"<REUTERS") {

@@ -13,12 +13,12 @@ use super::{Classification, DatasetName, Provenance};
 use crate::rng::{Purpose, SimRng, stream};
 
 /// Rows of the real MNIST training set.
-pub const MNIST_ROWS: usize = 60_000;
+pub(crate) const MNIST_ROWS: usize = 60_000;
 /// Rows of the real Covertype file.
-pub const COVTYPE_ROWS: usize = 581_012;
+pub(crate) const COVTYPE_ROWS: usize = 581_012;
 
 /// Number of rows of a stand-in at `scale` (at least 100).
-pub fn scaled_rows(real_rows: usize, scale: f64) -> usize {
+pub(crate) fn scaled_rows(real_rows: usize, scale: f64) -> usize {
     ((real_rows as f64 * scale).round() as usize).max(100)
 }
 
@@ -340,7 +340,7 @@ fn categorical(rng: &mut SimRng, weights: &[f64]) -> usize {
 /// wilderness areas, 40 one-hot soil types) and 7 classes, drawn from
 /// class-conditional distributions whose priors, means, spreads and one-hot
 /// frequencies were measured on the real file.
-pub fn covtype_like(seed: u64, scale: f64) -> Classification {
+pub(crate) fn covtype_like(seed: u64, scale: f64) -> Classification {
     const F: usize = 54;
     let rows = scaled_rows(COVTYPE_ROWS, scale);
     let mut x = vec![0f32; rows * F];

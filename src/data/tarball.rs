@@ -15,7 +15,10 @@ use flate2::read::MultiGzDecoder;
 /// archive at `path`, in archive order. A gzip-compressed archive (gzip magic
 /// bytes) is decompressed on the fly. Corrupt or truncated gzip or tar data
 /// is an error naming the archive and the member being read.
-pub fn for_each_file(path: &Path, mut visit: impl FnMut(&str, &[u8]) -> Result<()>) -> Result<()> {
+pub(crate) fn for_each_file(
+    path: &Path,
+    mut visit: impl FnMut(&str, &[u8]) -> Result<()>,
+) -> Result<()> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut magic = [0u8; 2];
     let gz = matches!(file.read(&mut magic), Ok(2)) && magic == [0x1f, 0x8b];

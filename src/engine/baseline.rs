@@ -11,28 +11,28 @@ use crate::model::{IterCtx, Model};
 #[derive(Clone, Debug)]
 pub struct Baseline<S> {
     /// `states[k]` = x(k) for k = 0..=B.
-    pub states: Vec<S>,
+    pub(crate) states: Vec<S>,
     /// `metrics[k]` = metric of x(k).
-    pub metrics: Vec<f64>,
+    pub(crate) metrics: Vec<f64>,
     /// Seed of the run's data order (shared by every trial forked from it).
-    pub run_seed: u64,
+    pub(crate) run_seed: u64,
 }
 
 impl<S> Baseline<S> {
     /// B: iterations the unperturbed run needs to converge.
-    pub fn iterations(&self) -> usize {
+    pub(crate) fn iterations(&self) -> usize {
         self.states.len() - 1
     }
 
     /// Metric of the converged state x(B).
-    pub fn final_metric(&self) -> f64 {
+    pub(crate) fn final_metric(&self) -> f64 {
         *self.metrics.last().expect("non-empty baseline")
     }
 }
 
 /// Runs the model from x(0) until it meets the criterion, keeping every state.
 /// Fails with advice if it does not converge within `max_iterations`.
-pub fn run_baseline<M: Model>(
+pub(crate) fn run_baseline<M: Model>(
     model: &M,
     convergence: &Convergence,
     run_seed: u64,
@@ -83,7 +83,7 @@ pub fn run_baseline<M: Model>(
 /// runs), then each run takes its own step with its own data order. Groups
 /// run in parallel. When runs fail, the error of the first failing seed in
 /// `run_seeds` order is returned.
-pub fn run_baselines<M: Model>(
+pub(crate) fn run_baselines<M: Model>(
     model: &M,
     convergence: &Convergence,
     run_seeds: &[u64],

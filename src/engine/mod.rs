@@ -10,12 +10,12 @@
 //! by iteration with the failure at T preceding a checkpoint due at T; the
 //! wall-clock simulations use the general [`queue::EventQueue`].
 
-pub mod baseline;
-pub mod queue;
-pub mod trial;
+pub(crate) mod baseline;
+pub(crate) mod queue;
+pub(crate) mod trial;
 
-pub use baseline::{Baseline, run_baseline, run_baselines};
-pub use queue::EventQueue;
+pub(crate) use baseline::{Baseline, run_baseline, run_baselines};
+pub(crate) use queue::EventQueue;
 pub use trial::{
     EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,
     run_trial,
@@ -25,7 +25,7 @@ pub use trial::{
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Convergence {
     /// A run has converged at the first iteration whose metric is ≤ this.
-    pub criterion: f64,
+    pub(crate) criterion: f64,
     /// Runs are cut off (censored) at this iteration.
-    pub max_iterations: usize,
+    pub(crate) max_iterations: usize,
 }

@@ -38,7 +38,7 @@ impl<E> Ord for Entry<E> {
 
 /// A priority queue of events keyed by (time, sequence number).
 #[derive(Debug)]
-pub struct EventQueue<E> {
+pub(crate) struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
     now: f64,
@@ -56,12 +56,12 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     /// An empty queue at time 0.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Schedules `event` at absolute time `time` (not before the current time).
-    pub fn schedule(&mut self, time: f64, event: E) {
+    pub(crate) fn schedule(&mut self, time: f64, event: E) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -69,39 +69,42 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedules `event` `delay` after the current time.
-    pub fn schedule_in(&mut self, delay: f64, event: E) {
+    #[cfg(test)]
+    pub(crate) fn schedule_in(&mut self, delay: f64, event: E) {
         self.schedule(self.now + delay, event);
     }
 
     /// Removes and returns the earliest event, advancing the clock to it.
-    pub fn pop(&mut self) -> Option<(f64, E)> {
+    pub(crate) fn pop(&mut self) -> Option<(f64, E)> {
         let e = self.heap.pop()?;
         self.now = e.time;
         Some((e.time, e.event))
     }
 
     /// Time of the earliest pending event.
-    pub fn peek_time(&self) -> Option<f64> {
+    pub(crate) fn peek_time(&self) -> Option<f64> {
         self.heap.peek().map(|e| e.time)
     }
 
     /// The current simulated time (time of the last popped event).
-    pub fn now(&self) -> f64 {
+    pub(crate) fn now(&self) -> f64 {
         self.now
     }
 
     /// Number of pending events.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Whether no events are pending.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
 
     /// Drops every pending event for which `keep` is false (e.g. cancelled work).
-    pub fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
         self.heap.retain(|e| keep(&e.event));
     }
 }

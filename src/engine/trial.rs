@@ -26,11 +26,11 @@ pub enum ForkMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// How a trial obtains x(T).
-    pub fork: ForkMode,
+    pub(crate) fork: ForkMode,
     /// Let the model certify "not converged yet" without evaluating the
     /// metric ([`Model::check_many`]); `false` evaluates it at every
     /// iteration (the brute-force path).
-    pub certify: bool,
+    pub(crate) certify: bool,
 }
 
 impl Default for EngineOptions {
@@ -45,40 +45,40 @@ impl Default for EngineOptions {
 /// Everything that distinguishes one trial from another.
 pub struct TrialSetup<'a> {
     /// T: the failure strikes after x(T) is computed.
-    pub failure_iteration: usize,
+    pub(crate) failure_iteration: usize,
     /// The blocks the failure loses (sorted).
-    pub lost: &'a [usize],
+    pub(crate) lost: &'a [usize],
     /// Checkpoint policy in force before the failure.
-    pub checkpoint: &'a CheckpointPolicy,
+    pub(crate) checkpoint: &'a CheckpointPolicy,
     /// Whether a checkpoint due at T is written before the failure at T.
-    pub order: EventOrder,
+    pub(crate) order: EventOrder,
     /// How the failure is recovered from.
-    pub recovery: RecoveryPolicy,
+    pub(crate) recovery: RecoveryPolicy,
     /// Randomness of the `random` checkpoint selector.
-    pub checkpoint_rng: SimRng,
+    pub(crate) checkpoint_rng: SimRng,
 }
 
 /// What happened in one trial.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrialOutcome {
     /// T.
-    pub failure_iteration: usize,
+    pub(crate) failure_iteration: usize,
     /// Number of blocks the failure lost.
-    pub lost_blocks: usize,
+    pub(crate) lost_blocks: usize,
     /// B: iterations the unperturbed run needs.
-    pub baseline_iterations: usize,
+    pub(crate) baseline_iterations: usize,
     /// Iterations the perturbed run needs (counted from x(0); capped at
     /// `max_iterations` when it does not converge).
-    pub iterations_to_converge: usize,
+    pub(crate) iterations_to_converge: usize,
     /// Whether the perturbed run met the criterion before `max_iterations`.
-    pub converged: bool,
+    pub(crate) converged: bool,
     /// What recovery did.
-    pub recovery: RecoveryOutcome,
+    pub(crate) recovery: RecoveryOutcome,
 }
 
 impl TrialOutcome {
     /// Iteration cost of the failure: iterations_to_converge − B (may be negative).
-    pub fn rework_iterations(&self) -> i64 {
+    pub(crate) fn rework_iterations(&self) -> i64 {
         self.iterations_to_converge as i64 - self.baseline_iterations as i64
     }
 }
@@ -119,15 +119,24 @@ pub trait TrialHook<M: Model> {
     fn before_step(&mut self, model: &M, k: usize, state: &mut M::State) {
         let _ = (model, k, state);
     }
+
+    /// Whether the trial keeps stepping after its state first meets the
+    /// criterion, without further checks, up to the iteration cap (its
+    /// [`Finish`] is still that first iteration). The default, `false`, ends
+    /// it there; reduced-precision runs measure the error floor after
+    /// convergence.
+    fn runs_past_convergence(&self) -> bool {
+        false
+    }
 }
 
 /// How a trial of [`run_hooked`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Finish {
     /// The first iteration whose state met the criterion, or the cap.
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Whether it met the criterion before the cap.
-    pub converged: bool,
+    pub(crate) converged: bool,
 }
 
 /// The iteration-domain trial loop: runs the trials of `hooks`, which fork
@@ -135,7 +144,8 @@ pub struct Finish {
 /// model can serve them together ([`Model::check_many`] or
 /// [`Model::metric_many`], then [`Model::step_many`]). A trial joins at its
 /// start iteration and leaves when it converges, diverges or reaches
-/// `convergence.max_iterations`. Each trial's result is exactly what it
+/// `convergence.max_iterations` (a trial that runs past convergence,
+/// [`TrialHook::runs_past_convergence`], leaves at the cap). Each trial's result is exactly what it
 /// gets alone with the metric evaluated at every iteration. `stop` is
 /// polled every iteration; when it returns true the cohort is abandoned
 /// (`None`).
@@ -154,8 +164,12 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
         .iter_mut()
         .map(|h| h.start(model, baseline, ws))
         .unzip();
+    let past: Vec<bool> = hooks.iter().map(|h| h.runs_past_convergence()).collect();
     let mut done: Vec<Option<Finish>> = vec![None; n];
+    // The first iteration that met the criterion, for trials that run past it.
+    let mut met: Vec<Option<Finish>> = vec![None; n];
     let mut active = vec![false; n];
+    let mut checking = vec![false; n];
     let mut checks = vec![Check::Above; n];
     let mut metrics = vec![0.0; n];
     let unconverged = Finish {
@@ -169,6 +183,7 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
         }
         for i in 0..n {
             active[i] = done[i].is_none() && starts[i] <= k;
+            checking[i] = active[i] && met[i].is_none();
         }
         let ctx = IterCtx {
             iteration: k,
@@ -177,14 +192,14 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
         if certify {
             model.check_many(
                 &states,
-                &active,
+                &checking,
                 ctx,
                 convergence.criterion,
                 ws,
                 &mut checks,
             );
         } else {
-            model.metric_many(&states, &active, ctx, ws, &mut metrics);
+            model.metric_many(&states, &checking, ctx, ws, &mut metrics);
             for i in 0..n {
                 checks[i] = Check::Exact(metrics[i]);
             }
@@ -193,16 +208,22 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
             if !active[i] {
                 continue;
             }
-            let finish = match checks[i] {
-                Check::Exact(m) if m <= convergence.criterion => Some(Finish {
+            let cap = k >= convergence.max_iterations;
+            let finish = match (met[i], checks[i]) {
+                (Some(first), _) => cap.then_some(first),
+                (None, Check::Exact(m)) if m <= convergence.criterion => Some(Finish {
                     iterations: k,
                     converged: true,
                 }),
-                Check::Exact(m) if !m.is_finite() => Some(unconverged),
+                (None, Check::Exact(m)) if !m.is_finite() => Some(unconverged),
                 // Not converged, and finite: only the iteration cap applies.
-                _ => (k >= convergence.max_iterations).then_some(unconverged),
+                (None, _) => cap.then_some(unconverged),
             };
             match finish {
+                Some(f) if f.converged && past[i] && met[i].is_none() && !cap => {
+                    met[i] = Some(f);
+                    hooks[i].before_step(model, k, &mut states[i]);
+                }
                 Some(f) => {
                     done[i] = Some(f);
                     active[i] = false;
@@ -412,5 +433,99 @@ mod tests {
             run(9, EventOrder::CheckpointFirst),
             run(9, EventOrder::FailureFirst)
         );
+    }
+
+    /// A trial that runs past convergence reports the first iteration that
+    /// met the criterion, is stepped to the cap, and sees exactly the states
+    /// of the unperturbed run (the hook does not change them); a trial that
+    /// does not, in the same cohort, stops where the unperturbed run does.
+    #[test]
+    fn a_trial_can_run_past_convergence_to_the_cap() {
+        struct Watch {
+            past: bool,
+            seen: Vec<(usize, f64)>,
+        }
+        impl<M: Model> TrialHook<M> for Watch {
+            fn start(
+                &mut self,
+                model: &M,
+                _: &Baseline<M::State>,
+                _: &mut M::Workspace,
+            ) -> (usize, M::State) {
+                (0, model.init())
+            }
+            fn before_step(&mut self, model: &M, k: usize, state: &mut M::State) {
+                let mut ws = model.workspace();
+                self.seen.push((k, model.metric(state, &mut ws)));
+            }
+            fn runs_past_convergence(&self) -> bool {
+                self.past
+            }
+        }
+        let model = Mlr::new(
+            Arc::new(synthetic::mnist_like(5, 0.02)),
+            &MlrConfig {
+                batch_size: 100,
+                learning_rate: 1e-5,
+            },
+        );
+        let mut ws = model.workspace();
+        let mut probe = model.init();
+        for k in 0..12 {
+            let ctx = IterCtx {
+                iteration: k,
+                run_seed: 3,
+            };
+            model.step(&mut probe, ctx, &mut ws);
+        }
+        let criterion = model.metric(&probe, &mut ws);
+        let baseline = run_baseline(
+            &model,
+            &Convergence {
+                criterion,
+                max_iterations: 400,
+            },
+            3,
+        )
+        .expect("converges");
+        let b = baseline.iterations();
+        let cap = b + 7;
+        let convergence = Convergence {
+            criterion,
+            max_iterations: cap,
+        };
+        for certify in [false, true] {
+            let mut hooks = [
+                Watch {
+                    past: true,
+                    seen: Vec::new(),
+                },
+                Watch {
+                    past: false,
+                    seen: Vec::new(),
+                },
+            ];
+            let finish = run_hooked(
+                &model,
+                &baseline,
+                &convergence,
+                &mut hooks,
+                certify,
+                &mut ws,
+                &|| false,
+            )
+            .expect("not stopped");
+            let met = Finish {
+                iterations: b,
+                converged: true,
+            };
+            assert_eq!(finish, vec![met, met], "certify: {certify}");
+            let ks = |h: &Watch| h.seen.iter().map(|s| s.0).collect::<Vec<_>>();
+            assert_eq!(ks(&hooks[0]), (0..cap).collect::<Vec<_>>());
+            assert_eq!(ks(&hooks[1]), (0..b).collect::<Vec<_>>());
+            for (k, m) in &hooks[0].seen[..=b] {
+                assert_eq!(m.to_bits(), baseline.metrics[*k].to_bits(), "x({k})");
+            }
+        }
     }
 }

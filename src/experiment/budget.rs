@@ -24,32 +24,32 @@ use crate::scenario::Scenario;
 /// Bytes one unit costs whatever its kind: its name, cost and shard slot,
 /// its record as a JSON value, decoded, and its `trials.csv` row and text
 /// (measured: about 5 KiB per recovery unit).
-pub const UNIT_BYTES: u64 = 6144;
+pub(crate) const UNIT_BYTES: u64 = 6144;
 /// Bytes per number of a curve a unit records (a JSON value, decoded, and
 /// its share of the tables drawn from it).
-pub const CURVE_POINT_BYTES: u64 = 96;
+pub(crate) const CURVE_POINT_BYTES: u64 = 96;
 /// Bytes per interval of a checkpoint-interval unit: its time split as a
 /// JSON object, decoded, and its `trials.csv` row (measured: about 1.2 KiB).
-pub const INTERVAL_BYTES: u64 = 1536;
+pub(crate) const INTERVAL_BYTES: u64 = 1536;
 /// Bytes per row of a per-point table (`summary.csv`, curves by time).
-pub const ROW_BYTES: u64 = 1024;
+pub(crate) const ROW_BYTES: u64 = 1024;
 /// Bytes per logged update of a recorded training trial (`updates.csv`).
-pub const LOGGED_UPDATE_BYTES: u64 = 768;
+pub(crate) const LOGGED_UPDATE_BYTES: u64 = 768;
 
 /// The estimate for one scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footprint {
     /// Points (series × swept values).
-    pub points: u64,
+    pub(crate) points: u64,
     /// Units (points × trials).
     pub units: usize,
     /// Estimated bytes of the run's records, results and tables (the model
     /// and its data come on top).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Bytes of physical memory of this machine (Linux `MemTotal`), if known.
-pub fn machine_memory() -> Option<u64> {
+pub(crate) fn machine_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -57,22 +57,22 @@ pub fn machine_memory() -> Option<u64> {
 }
 
 /// Worker threads per core at most (`--threads`).
-pub const THREADS_PER_CORE: usize = 4;
+pub(crate) const THREADS_PER_CORE: usize = 4;
 
 /// Worker threads allowed whatever the core count (a machine may report
 /// fewer cores than a job may use, e.g. under a CPU quota).
-pub const MIN_MAX_THREADS: usize = 64;
+pub(crate) const MIN_MAX_THREADS: usize = 64;
 
 /// The most worker threads a run may start: [`THREADS_PER_CORE`] per core
 /// of this machine, at least [`MIN_MAX_THREADS`].
-pub fn max_threads() -> usize {
+pub(crate) fn max_threads() -> usize {
     (std::thread::available_parallelism().map_or(1, |n| n.get()) * THREADS_PER_CORE)
         .max(MIN_MAX_THREADS)
 }
 
 /// `--threads`: the given count if it is between 1 and [`max_threads`],
 /// else all cores when not given.
-pub fn check_threads(threads: Option<usize>) -> Result<usize> {
+pub(crate) fn check_threads(threads: Option<usize>) -> Result<usize> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match threads {
         None => Ok(cores),
@@ -87,7 +87,7 @@ pub fn check_threads(threads: Option<usize>) -> Result<usize> {
 }
 
 /// `1536 MiB`, `2.5 GiB`, `16 TiB`, … (binary units).
-pub fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = b as f64;
     let mut i = 0;
@@ -138,7 +138,7 @@ pub(crate) fn expected_updates(
 }
 
 /// Estimates what `sc` holds in memory (without allocating any of it).
-pub fn footprint(sc: &Scenario) -> Footprint {
+pub(crate) fn footprint(sc: &Scenario) -> Footprint {
     let (points, trials) = points_and_trials(sc);
     let units = mul(points, trials);
     // What every kind has: one record per unit, one summary row per point.

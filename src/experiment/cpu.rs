@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 /// The CPU clocks of one worker pool's threads.
 #[derive(Default)]
-pub struct PoolClock {
+pub(crate) struct PoolClock {
     #[cfg(unix)]
     clocks: Mutex<Vec<libc::clockid_t>>,
     #[cfg(not(unix))]
@@ -25,13 +25,13 @@ thread_local! {
 
 impl PoolClock {
     /// A clock with no threads yet.
-    pub fn new() -> Arc<PoolClock> {
+    pub(crate) fn new() -> Arc<PoolClock> {
         Arc::new(PoolClock::default())
     }
 
     /// Adds the calling thread's CPU clock and makes this the clock
     /// [`run_seconds`] reads on it (a pool's `start_handler`).
-    pub fn register_current_thread(self: &Arc<Self>) {
+    pub(crate) fn register_current_thread(self: &Arc<Self>) {
         #[cfg(unix)]
         {
             let mut id: libc::clockid_t = 0;
@@ -45,7 +45,7 @@ impl PoolClock {
 
     /// CPU seconds the registered threads have run (NaN where a clock cannot
     /// be read). The threads must still be alive: read it while the pool is.
-    pub fn seconds(&self) -> f64 {
+    pub(crate) fn seconds(&self) -> f64 {
         #[cfg(unix)]
         {
             let mut sum = 0.0;
@@ -69,7 +69,7 @@ impl PoolClock {
 
 /// CPU seconds of the run the calling thread works for: its pool's
 /// [`PoolClock`] where it has one, else the whole process's.
-pub fn run_seconds() -> f64 {
+pub(crate) fn run_seconds() -> f64 {
     CURRENT
         .with(|c| c.borrow().as_ref().map(|p| p.seconds()))
         .unwrap_or_else(crate::bench::process_seconds)

@@ -18,25 +18,25 @@ use crate::report::outdir::{self, Created};
 use crate::scenario::{Origin, Scenario};
 
 /// File name of a run's journal inside its results folder.
-pub const JOURNAL: &str = "units.jsonl";
+pub(crate) const JOURNAL: &str = "units.jsonl";
 /// File name of a shard's description inside its results folder.
-pub const SHARD_FILE: &str = "shard.json";
+pub(crate) const SHARD_FILE: &str = "shard.json";
 
 /// How to execute a scenario beyond [`RunOptions`].
-pub struct Execution<'a> {
+pub(crate) struct Execution<'a> {
     /// Run only this shard of the units.
-    pub shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
     /// Skip the units already in the journal of an earlier run.
-    pub resume: bool,
+    pub(crate) resume: bool,
     /// Set (e.g. by Ctrl-C) to stop early with the journal intact.
-    pub cancel: &'a AtomicBool,
+    pub(crate) cancel: &'a AtomicBool,
     /// Where to say what is happening (resumed units, dropped lines).
-    pub log: &'a (dyn Fn(&str) + Sync),
+    pub(crate) log: &'a (dyn Fn(&str) + Sync),
 }
 
 /// What an execution produced.
 #[derive(Debug)]
-pub enum Executed {
+pub(crate) enum Executed {
     /// Complete results: CSV files and manifest in `dir`.
     Results {
         /// The results folder.
@@ -58,53 +58,53 @@ pub enum Executed {
 /// What a shard writes next to its journal, last, and `merge` checks.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ShardManifest {
+pub(crate) struct ShardManifest {
     /// Program version.
-    pub program: String,
+    pub(crate) program: String,
     /// Scenario name.
-    pub scenario: String,
+    pub(crate) scenario: String,
     /// Fingerprint of the resolved scenario and data options.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// Seed used.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Trials per point used.
-    pub trials: usize,
+    pub(crate) trials: usize,
     /// Synthetic stand-ins or real data.
-    pub synthetic: bool,
+    pub(crate) synthetic: bool,
     /// Stand-in scale.
-    pub scale: f64,
+    pub(crate) scale: f64,
     /// Which shard.
-    pub shard: Shard,
+    pub(crate) shard: Shard,
     /// Units of the whole scenario.
-    pub units_total: usize,
+    pub(crate) units_total: usize,
     /// The units of this shard.
-    pub units: Vec<usize>,
+    pub(crate) units: Vec<usize>,
     /// Where the scenario came from.
-    pub source: String,
+    pub(crate) source: String,
     /// The scenario file's text.
-    pub scenario_toml: String,
+    pub(crate) scenario_toml: String,
     /// The context shared by every unit (identical across shards).
-    pub context: serde_json::Value,
+    pub(crate) context: serde_json::Value,
     /// Wall-clock seconds of this shard.
-    pub wall_time_seconds: f64,
+    pub(crate) wall_time_seconds: f64,
     /// CPU seconds of this shard's process over the shard, all threads
     /// (absent in shards of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_time_seconds: Option<f64>,
+    pub(crate) cpu_time_seconds: Option<f64>,
     /// Threads used.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Units of this shard that took their outcome from another scenario of
     /// the same process instead of running (absent in older shards: 0).
     #[serde(default)]
-    pub units_shared_across: usize,
+    pub(crate) units_shared_across: usize,
     /// [`fnv64`] of the journal's bytes when the shard finished: `merge`
     /// takes the journal only if it still has them.
-    pub journal_checksum: String,
+    pub(crate) journal_checksum: String,
 }
 
 /// Runs `scenario` into `<out>/<name>/` (or its shard folder), journalling
 /// every finished unit, and writes the results atomically.
-pub fn execute(
+pub(crate) fn execute(
     scenario: &Scenario,
     origin: &Origin,
     text: &str,
@@ -252,7 +252,7 @@ pub fn execute(
 /// Runs every unit of `scenario` and writes its results folder (no shard).
 /// With `resume`, units already in the journal of an interrupted run are
 /// kept. Returns the folder.
-pub fn run_and_write(
+pub(crate) fn run_and_write(
     scenario: &Scenario,
     origin: &Origin,
     text: &str,
@@ -274,7 +274,7 @@ pub fn run_and_write(
 
 /// Reads one shard folder: its `shard.json` (every field checked) and its
 /// journal (which must still have the bytes `shard.json` recorded).
-pub fn read_shard(dir: &std::path::Path) -> Result<(ShardManifest, Records)> {
+pub(crate) fn read_shard(dir: &std::path::Path) -> Result<(ShardManifest, Records)> {
     let path = dir.join(SHARD_FILE);
     let text = read_in(dir, SHARD_FILE).with_context(|| {
         format!(
@@ -351,20 +351,20 @@ pub fn read_shard(dir: &std::path::Path) -> Result<(ShardManifest, Records)> {
 
 /// What [`merge_shards`] wrote.
 #[derive(Debug)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// The scenario's name.
-    pub scenario: String,
+    pub(crate) scenario: String,
     /// Shards combined.
-    pub shards: usize,
+    pub(crate) shards: usize,
     /// The results folder, `<out>/<scenario>/`.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 /// Combines the shard folders `dirs` (every shard of one sharded run) into
 /// exactly the files an unsharded run writes, in `<out>/<scenario>/`. With
 /// `expect_fingerprint`, the shards must have run with that fingerprint
 /// (scenario, trials, seed, data options and program version).
-pub fn merge_shards(
+pub(crate) fn merge_shards(
     dirs: &[PathBuf],
     out: &std::path::Path,
     expect_fingerprint: Option<&str>,

@@ -25,7 +25,7 @@ use crate::scenario::Scenario;
 /// A unit is one trial at one point (one mantissa width for precision
 /// runs); units are independent, so any subset of them (a shard, a resumed
 /// remainder) can run alone and their records be combined later.
-pub trait Experiment: Sync {
+pub(crate) trait Experiment: Sync {
     /// Points and trials per point, counted without listing the units (the
     /// memory budget counts them before anything is allocated).
     fn points_and_trials(&self) -> (u64, u64);
@@ -74,7 +74,7 @@ pub trait Experiment: Sync {
 }
 
 /// The kind of `scenario`: the one place a scenario is dispatched.
-pub fn of(scenario: &Scenario) -> &dyn Experiment {
+pub(crate) fn of(scenario: &Scenario) -> &dyn Experiment {
     match scenario {
         Scenario::Recovery(s) => s,
         Scenario::Perturbation(s) => s,
@@ -85,7 +85,7 @@ pub fn of(scenario: &Scenario) -> &dyn Experiment {
 }
 
 /// [`of`], to change the scenario (`--plan`'s cut-down sample).
-pub fn of_mut(scenario: &mut Scenario) -> &mut dyn Experiment {
+pub(crate) fn of_mut(scenario: &mut Scenario) -> &mut dyn Experiment {
     match scenario {
         Scenario::Recovery(s) => s,
         Scenario::Perturbation(s) => s,

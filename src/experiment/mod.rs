@@ -11,21 +11,21 @@
 //! records of *all* units into the output tables.
 
 pub mod budget;
-pub mod cpu;
-pub mod execute;
-pub mod faults;
-pub mod kind;
-pub mod perturbation;
-pub mod precision;
+pub(crate) mod cpu;
+pub(crate) mod execute;
+pub(crate) mod faults;
+pub(crate) mod kind;
+pub(crate) mod perturbation;
+pub(crate) mod precision;
 pub mod protocol;
-pub mod recovery;
-pub mod reference;
-pub mod shared_outcomes;
-pub mod tasks;
+pub(crate) mod recovery;
+pub(crate) mod reference;
+pub(crate) mod shared_outcomes;
+pub(crate) mod tasks;
 pub mod units;
 
-pub use execute::run_and_write;
-pub use kind::{Experiment, of};
+pub(crate) use execute::run_and_write;
+pub(crate) use kind::of;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -78,32 +78,32 @@ pub struct Outcome {
     /// Data provenance for the manifest.
     pub data: serde_json::Value,
     /// Kind-specific facts for the manifest.
-    pub details: serde_json::Value,
+    pub(crate) details: serde_json::Value,
 }
 
 /// The raw results of a run: the records of its units and the context they
 /// share. This is what a shard writes and `merge` reads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RawResult {
+pub(crate) struct RawResult {
     /// Facts shared by every unit (identical in every shard of a run).
-    pub context: serde_json::Value,
+    pub(crate) context: serde_json::Value,
     /// Records of the units this run is responsible for, by unit index.
-    pub records: Records,
+    pub(crate) records: Records,
 }
 
 /// Number of units (point × trial) of a scenario, counted without listing
 /// them (saturating: [`budget::check`] refuses scenarios that large).
-pub fn unit_count(scenario: &Scenario) -> usize {
+pub(crate) fn unit_count(scenario: &Scenario) -> usize {
     usize::try_from(budget::unit_count(scenario)).unwrap_or(usize::MAX)
 }
 
 /// A readable name for every unit, in unit order.
-pub fn unit_names(scenario: &Scenario) -> Vec<String> {
+pub(crate) fn unit_names(scenario: &Scenario) -> Vec<String> {
     kind::of(scenario).unit_names()
 }
 
 /// Runs the units `driver` assigns to this run.
-pub fn run_raw(
+pub(crate) fn run_raw(
     scenario: &Scenario,
     opts: &RunOptions,
     cache: &DataCache,
@@ -117,7 +117,7 @@ pub fn run_raw(
 /// Records come back from journals and shards, files a user can edit; a
 /// record that decodes but does not fit the scenario (e.g. a curve of the
 /// wrong length) is an error here, never a panic.
-pub fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
+pub(crate) fn tables(scenario: &Scenario, raw: &RawResult) -> Result<Outcome> {
     let build = || kind::of(scenario).tables(raw);
     crate::report::guard::without_panics(build).unwrap_or_else(|message| {
         Err(anyhow::anyhow!(
@@ -144,7 +144,7 @@ pub fn run(
 /// Fingerprint of what determines a run's results: program version, the
 /// resolved scenario (after overrides) and the data options that change the
 /// data (real or synthetic, and the stand-in scale).
-pub fn fingerprint(scenario: &Scenario, data: &DataOptions) -> Result<String> {
+pub(crate) fn fingerprint(scenario: &Scenario, data: &DataOptions) -> Result<String> {
     let canonical = serde_json::to_string(&serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "scenario": scenario,
@@ -155,28 +155,28 @@ pub fn fingerprint(scenario: &Scenario, data: &DataOptions) -> Result<String> {
 }
 
 /// Facts for the manifest beyond the tables.
-pub struct RunFacts<'a> {
+pub(crate) struct RunFacts<'a> {
     /// Where the scenario came from.
-    pub origin: &'a Origin,
+    pub(crate) origin: &'a Origin,
     /// The scenario file's text.
-    pub text: &'a str,
+    pub(crate) text: &'a str,
     /// Worker threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Wall-clock seconds.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// CPU seconds of this process over the run, all threads (None when
     /// unknown, e.g. for a merge of shards).
-    pub cpu_seconds: Option<f64>,
+    pub(crate) cpu_seconds: Option<f64>,
     /// Units computed by this process (excluding resumed or merged ones,
     /// and those taken from other scenarios).
-    pub units_computed: usize,
+    pub(crate) units_computed: usize,
     /// Units that took their outcome from another scenario of this process
     /// instead of running ([`RunOptions::shared_outcomes`]).
-    pub units_shared_across: usize,
+    pub(crate) units_shared_across: usize,
     /// [`fingerprint`] of the scenario and data options the units ran with.
-    pub fingerprint: &'a str,
+    pub(crate) fingerprint: &'a str,
     /// Extra manifest fields (e.g. the shards a merge combined).
-    pub extra: serde_json::Value,
+    pub(crate) extra: serde_json::Value,
 }
 
 /// Writes `summary.csv`, `trials.csv`, extra tables and `manifest.json` into
@@ -184,7 +184,7 @@ pub struct RunFacts<'a> {
 /// removed first and the new one, with every file's checksum, is written
 /// last: until then the folder counts as unfinished (see
 /// [`crate::report::manifest::read_finished`]).
-pub fn write_outcome(
+pub(crate) fn write_outcome(
     dir: &Path,
     scenario: &Scenario,
     outcome: &Outcome,
@@ -256,12 +256,12 @@ pub fn write_outcome(
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), if known.
-pub fn peak_memory_bytes() -> Option<u64> {
+pub(crate) fn peak_memory_bytes() -> Option<u64> {
     proc_status_kb("VmHWM:").map(|kb| kb * 1024)
 }
 
 /// Current resident memory of this process (Linux `VmRSS`), if known.
-pub fn current_memory_bytes() -> Option<u64> {
+pub(crate) fn current_memory_bytes() -> Option<u64> {
     proc_status_kb("VmRSS:").map(|kb| kb * 1024)
 }
 
@@ -273,28 +273,28 @@ fn proc_status_kb(key: &str) -> Option<u64> {
 
 /// A dry run's measurements (`run --plan`).
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Expected cost of every unit (iterations from its failure to the
     /// unperturbed convergence point), used to balance shards.
-    pub unit_costs: Vec<f64>,
+    pub(crate) unit_costs: Vec<f64>,
     /// Iterations of the unperturbed run.
-    pub baseline_iterations: usize,
+    pub(crate) baseline_iterations: usize,
     /// Seconds for the unperturbed run(s).
-    pub baseline_seconds: f64,
+    pub(crate) baseline_seconds: f64,
     /// Trial iterations the run computes (without rework): the sum of the
     /// costs of the units that are run, not of those that take an identical
     /// unit's outcome.
-    pub trial_iterations: f64,
+    pub(crate) trial_iterations: f64,
     /// Units that take an identical unit's outcome instead of running.
-    pub shared_units: usize,
+    pub(crate) shared_units: usize,
     /// Single-thread seconds for all trial iterations (without rework).
-    pub trial_seconds: f64,
+    pub(crate) trial_seconds: f64,
     /// Estimated peak memory of the run.
-    pub memory_bytes: u64,
+    pub(crate) memory_bytes: u64,
 }
 
 /// Measures what running `scenario` will cost, without running its trials.
-pub fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
+pub(crate) fn plan(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> Result<Plan> {
     match kind::of(scenario).plan(opts, cache) {
         Some(plan) => plan,
         None => plan_by_sample(scenario, opts, cache),
@@ -345,11 +345,4 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
         memory_bytes: peak_memory_bytes().unwrap_or(0),
         unit_costs: costs,
     })
-}
-
-/// Reads a finished results folder's manifest (for plotting and merging);
-/// an unfinished folder is an error (see
-/// [`crate::report::manifest::read_finished`]).
-pub fn read_manifest(dir: &Path) -> Result<serde_json::Value> {
-    crate::report::manifest::read_finished(dir)
 }

@@ -33,7 +33,8 @@ use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
-use crate::model::{DataUsed, IterCtx, Model, ModelVisitor, build_and_visit};
+use crate::engine::{Baseline, Convergence, TrialHook, run_hooked};
+use crate::model::{DataUsed, FlatParams, Model, ModelVisitor, build_and_visit};
 use crate::report::{Table, fmt_f64};
 use crate::rng::run_seed;
 use crate::scenario::PrecisionScenario;
@@ -58,7 +59,7 @@ use crate::theory::{
 ///   `cost_bound`: Appendix B.1's bound with predicted_delta (empty where
 ///   the paper calls it uninformative, c/(1−c)Δ ≥ ε).
 /// - `rate` (c), `initial_distance`, `criterion` (ε), `baseline_iterations` (B).
-pub const TRIAL_COLUMNS: &[&str] = &[
+pub(crate) const TRIAL_COLUMNS: &[&str] = &[
     "mantissa_bits",
     "iterations",
     "tail",
@@ -85,7 +86,7 @@ pub const TRIAL_COLUMNS: &[&str] = &[
 /// run), `predicted_floor, predicted_floor_measured_delta,
 /// floor_within_prediction, iteration_cost, cost_bound, rate, rate_method,
 /// rate_analytic, model, dataset, data`.
-pub const SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "x_name",
@@ -112,7 +113,7 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
 /// Columns of `trace.csv`: `mantissa_bits, iteration, distance_to_optimum`
 /// (‖y(k) − x*‖) and `rounding_norm` (‖δ_k‖), at most 1,000 evenly spaced
 /// iterations per p.
-pub const TRACE_COLUMNS: &[&str] = &[
+pub(crate) const TRACE_COLUMNS: &[&str] = &[
     "mantissa_bits",
     "iteration",
     "distance_to_optimum",
@@ -173,7 +174,7 @@ impl Experiment for PrecisionScenario {
 }
 
 /// A readable name for every unit (one per mantissa width): `mantissa_bits=<p>`.
-pub fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
+pub(crate) fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
     scenario
         .precision
         .mantissa_bits
@@ -185,21 +186,21 @@ pub fn unit_names(scenario: &PrecisionScenario) -> Vec<String> {
 /// Facts shared by all units of a run: the reference quantities and the
 /// unperturbed run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PrecisionContext {
+pub(crate) struct PrecisionContext {
     /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
-    pub reference: ReferenceFacts,
+    pub(crate) reference: ReferenceFacts,
     /// Metric of x(k), k = 0..=B.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub baseline_metrics: Vec<f64>,
+    pub(crate) baseline_metrics: Vec<f64>,
     /// ‖x(k) − x*‖, k = 0..=B.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub distances: Vec<f64>,
+    pub(crate) distances: Vec<f64>,
     /// The dataset.
-    pub dataset: DatasetName,
+    pub(crate) dataset: DatasetName,
     /// Real files or stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// Examples used relative to the real dataset.
-    pub size_ratio: f64,
+    pub(crate) size_ratio: f64,
 }
 
 /// Runs the mantissa widths of `scenario` that `driver` assigns to this run.
@@ -214,32 +215,90 @@ fn run_raw(
         cache,
         &opts.data,
         scenario.meta.seed,
-        Visitor { scenario, driver },
+        Visitor {
+            scenario,
+            driver,
+            certify: opts.certify_metric,
+        },
     )?
 }
 
 struct Visitor<'a> {
     scenario: &'a PrecisionScenario,
     driver: &'a Driver<'a>,
+    /// [`RunOptions::certify_metric`].
+    certify: bool,
 }
 
 /// One reduced-precision run (the record of a unit).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PrecisionRun {
+pub(crate) struct PrecisionRun {
     /// p.
-    pub bits: u32,
+    pub(crate) bits: u32,
     /// Measured Δ = max_k ‖δ_k‖.
-    pub max_rounding: f64,
+    pub(crate) max_rounding: f64,
     /// max_k ‖y(k)‖ (flat parameters).
-    pub max_state_norm: f64,
+    pub(crate) max_state_norm: f64,
     /// max ‖y(k) − x*‖ over the tail.
-    pub floor: f64,
+    pub(crate) floor: f64,
     /// max ‖round_p(y(k)) − x*‖ over the tail.
-    pub stored_floor: f64,
+    pub(crate) stored_floor: f64,
     /// First k with metric(y(k)) ≤ ε.
-    pub converged_at: Option<usize>,
+    pub(crate) converged_at: Option<usize>,
     /// (k, ‖y(k) − x*‖, ‖δ_k‖) at evenly spaced k.
-    pub trace: Vec<(usize, f64, f64)>,
+    pub(crate) trace: Vec<(usize, f64, f64)>,
+}
+
+/// A reduced-precision run as a trial of the engine's iteration loop
+/// ([`run_hooked`]): it starts at x(0) and, before each step, measures the
+/// exact iterate y(k) and stores it rounded to a p-bit mantissa (SCAR
+/// Ex. 2.1: y(k+1) = f(round_p(y(k)))). It runs past convergence to the
+/// last iteration, to measure the error floor over the tail.
+struct Rounded<'a, M: Model> {
+    flat: &'a dyn FlatParams<M::State>,
+    optimum: &'a M::State,
+    bits: u32,
+    tail_start: usize,
+    stride: usize,
+    params: Vec<f64>,
+    run: PrecisionRun,
+}
+
+impl<M: Model> TrialHook<M> for Rounded<'_, M> {
+    fn start(
+        &mut self,
+        model: &M,
+        _baseline: &Baseline<M::State>,
+        _ws: &mut M::Workspace,
+    ) -> (usize, M::State) {
+        (0, model.init())
+    }
+
+    fn before_step(&mut self, model: &M, k: usize, y: &mut M::State) {
+        // y holds y(k), the exact output of the last iteration.
+        let run = &mut self.run;
+        let error = model.distance(y, self.optimum);
+        self.flat.read_params(y, &mut self.params);
+        let norm = self.params.iter().map(|v| v * v).sum::<f64>().sqrt();
+        run.max_state_norm = run.max_state_norm.max(norm);
+        let exact = y.clone();
+        round_all(&mut self.params, self.bits);
+        self.flat.write_params(y, &self.params);
+        model.rebuild_derived(y);
+        let rounding = model.distance(&exact, y);
+        run.max_rounding = run.max_rounding.max(rounding);
+        if k >= self.tail_start {
+            run.floor = run.floor.max(error);
+            run.stored_floor = run.stored_floor.max(model.distance(y, self.optimum));
+        }
+        if k.is_multiple_of(self.stride) {
+            run.trace.push((k, error, rounding));
+        }
+    }
+
+    fn runs_past_convergence(&self) -> bool {
+        true
+    }
 }
 
 impl ModelVisitor for Visitor<'_> {
@@ -268,60 +327,52 @@ impl ModelVisitor for Visitor<'_> {
         let n = flat.param_count();
         let stride = spec.iterations.div_ceil(1000).max(1);
         let (mine, todo) = driver.assign(&vec![1.0; spec.mantissa_bits.len()]);
+        // Every width runs to `iterations`, past convergence (see `Rounded`).
+        let convergence = Convergence {
+            criterion: reference.criterion,
+            max_iterations: spec.iterations,
+        };
+        let certify = self.certify;
         // One width per task, each with its own workspace.
         let done = driver.run_units(
             &todo,
             1,
             || (),
             |_, u| {
-                let bits = spec.mantissa_bits[u];
                 let mut ws = model.workspace();
-                let mut params = vec![0.0; n];
-                let mut y = model.init();
-                let mut run = PrecisionRun {
-                    bits,
-                    max_rounding: 0.0,
-                    max_state_norm: 0.0,
-                    floor: 0.0,
-                    stored_floor: 0.0,
-                    converged_at: None,
-                    trace: Vec::new(),
-                };
-                let tail_start = spec.iterations - spec.tail;
-                for k in 0..spec.iterations {
-                    // y holds y(k), the exact output of the last iteration.
-                    let error = model.distance(&y, &reference.optimum);
-                    if run.converged_at.is_none()
-                        && model.metric(&y, &mut ws) <= reference.criterion
-                    {
-                        run.converged_at = Some(k);
-                    }
-                    flat.read_params(&y, &mut params);
-                    let norm = params.iter().map(|v| v * v).sum::<f64>().sqrt();
-                    run.max_state_norm = run.max_state_norm.max(norm);
-                    let exact = y.clone();
-                    round_all(&mut params, bits);
-                    flat.write_params(&mut y, &params);
-                    model.rebuild_derived(&mut y);
-                    let rounding = model.distance(&exact, &y);
-                    run.max_rounding = run.max_rounding.max(rounding);
-                    if k >= tail_start {
-                        run.floor = run.floor.max(error);
-                        run.stored_floor =
-                            run.stored_floor.max(model.distance(&y, &reference.optimum));
-                    }
-                    if k % stride == 0 {
-                        run.trace.push((k, error, rounding));
-                    }
-                    model.step(
-                        &mut y,
-                        IterCtx {
-                            iteration: k,
-                            run_seed,
-                        },
-                        &mut ws,
-                    );
-                }
+                let mut hook = [Rounded {
+                    flat,
+                    optimum: &reference.optimum,
+                    bits: spec.mantissa_bits[u],
+                    tail_start: spec.iterations - spec.tail,
+                    stride,
+                    params: vec![0.0; n],
+                    run: PrecisionRun {
+                        bits: spec.mantissa_bits[u],
+                        max_rounding: 0.0,
+                        max_state_norm: 0.0,
+                        floor: 0.0,
+                        stored_floor: 0.0,
+                        converged_at: None,
+                        trace: Vec::new(),
+                    },
+                }];
+                let finish = run_hooked(
+                    model,
+                    &reference.baseline,
+                    &convergence,
+                    &mut hook,
+                    certify,
+                    &mut ws,
+                    &|| false,
+                )
+                .and_then(|f| f.first().copied())
+                .expect("a run that is never stopped finishes");
+                let [Rounded { mut run, .. }] = hook;
+                // The loop also checks y(iterations), which the run does
+                // not count: it measures y(0), …, y(iterations − 1).
+                run.converged_at = (finish.converged && finish.iterations < spec.iterations)
+                    .then_some(finish.iterations);
                 Ok(run)
             },
         )?;

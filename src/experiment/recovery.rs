@@ -31,7 +31,7 @@ use crate::stats::Summary;
 use crate::theory::{PredictionAccuracy, RecoveryPredictor};
 
 /// Columns of `summary.csv`.
-pub const SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "x_name",
@@ -66,7 +66,7 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `trials.csv`.
-pub const TRIAL_COLUMNS: &[&str] = &[
+pub(crate) const TRIAL_COLUMNS: &[&str] = &[
     "series",
     "x",
     "trial",
@@ -133,7 +133,7 @@ impl Experiment for RecoveryScenario {
 
 /// Seed of the data order of trial `trial` (all trials share trial 0's in
 /// `shared` mode).
-pub fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
+pub(crate) fn run_seed(scenario: &RecoveryScenario, trial: usize) -> u64 {
     crate::rng::run_seed(scenario.meta.seed, baseline_index(scenario, trial) as u64)
 }
 
@@ -147,7 +147,7 @@ pub(super) fn baseline_index(scenario: &RecoveryScenario, trial: usize) -> usize
 }
 
 /// The units of a scenario in output order: (point index, trial).
-pub fn units(scenario: &RecoveryScenario) -> Vec<(usize, usize)> {
+pub(crate) fn units(scenario: &RecoveryScenario) -> Vec<(usize, usize)> {
     let trials = scenario.meta.trials;
     (0..scenario.points().len())
         .flat_map(|p| (0..trials).map(move |t| (p, t)))
@@ -155,7 +155,7 @@ pub fn units(scenario: &RecoveryScenario) -> Vec<(usize, usize)> {
 }
 
 /// A readable name for every unit: `series=<s>,x=<x>,trial=<t>`.
-pub fn unit_names(scenario: &RecoveryScenario) -> Vec<String> {
+pub(crate) fn unit_names(scenario: &RecoveryScenario) -> Vec<String> {
     let points = scenario.points();
     units(scenario)
         .into_iter()
@@ -172,21 +172,21 @@ pub fn unit_names(scenario: &RecoveryScenario) -> Vec<String> {
 
 /// Facts shared by all units of a run: the unperturbed runs and the data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecoveryContext {
+pub(crate) struct RecoveryContext {
     /// Metric of every iteration of each unperturbed run (one per data order).
-    pub baselines: Vec<Vec<f64>>,
+    pub(crate) baselines: Vec<Vec<f64>>,
     /// The dataset.
-    pub dataset: DatasetName,
+    pub(crate) dataset: DatasetName,
     /// Real files or stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// Examples used relative to the real dataset.
-    pub size_ratio: f64,
+    pub(crate) size_ratio: f64,
     /// The criterion as used (scaled by `size_ratio`).
-    pub criterion: f64,
+    pub(crate) criterion: f64,
     /// The online iteration-cost predictor (SCAR §6) fed each unperturbed
     /// run: its estimates of c and ‖x(0) − x*‖ after every iteration, from
     /// which `tables` predicts each trial's rework before its recovery.
-    pub predictor: RecoveryPredictor,
+    pub(crate) predictor: RecoveryPredictor,
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
@@ -413,7 +413,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
 /// synthetic stand-in with a `synthetic_criterion`, the metric `descent` of
 /// the way from x(0)'s metric to the metric at `plateau_iteration` of the
 /// unperturbed stand-in run.
-pub fn convergence_for<M: Model>(
+pub(crate) fn convergence_for<M: Model>(
     model: &M,
     scenario: &RecoveryScenario,
     data: &DataUsed,

@@ -30,42 +30,42 @@ use crate::scenario::perturbation::{
 use crate::theory::{PredictorTrack, fit_geometric_rate, max_ratio_rate};
 
 /// Relative margin of ε below metric(x(n−1)) for `unperturbed_iterations = n`.
-pub const CRITERION_MARGIN: f64 = 1e-9;
+pub(crate) const CRITERION_MARGIN: f64 = 1e-9;
 
 /// The unperturbed run and the theory's reference quantities.
-pub struct Reference<S> {
+pub(crate) struct Reference<S> {
     /// x(0), …, x(B).
-    pub baseline: Baseline<S>,
+    pub(crate) baseline: Baseline<S>,
     /// ε as used.
-    pub criterion: f64,
+    pub(crate) criterion: f64,
     /// The optimum x* (known, or estimated as x(N)).
-    pub optimum: S,
+    pub(crate) optimum: S,
     /// N, when x* = x(N) (None: the known optimum).
-    pub optimum_iterations: Option<usize>,
+    pub(crate) optimum_iterations: Option<usize>,
     /// The metric of x*.
-    pub optimum_metric: f64,
+    pub(crate) optimum_metric: f64,
     /// ‖x(k) − x*‖ for k = 0..=B.
-    pub distances: Vec<f64>,
+    pub(crate) distances: Vec<f64>,
     /// The least-squares rate over `distances`.
-    pub rate_fitted: f64,
+    pub(crate) rate_fitted: f64,
     /// The largest one-step ratio over `distances`.
-    pub rate_max_ratio: f64,
+    pub(crate) rate_max_ratio: f64,
     /// The model's known rate (NaN if none).
-    pub rate_analytic: f64,
+    pub(crate) rate_analytic: f64,
     /// The rate used in the bounds (per `theory.rate`).
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// How `rate` was chosen.
-    pub rate_method: RateMethod,
+    pub(crate) rate_method: RateMethod,
     /// ‖x(0) − x*‖.
-    pub initial_distance: f64,
+    pub(crate) initial_distance: f64,
     /// The online predictor fed the unperturbed run.
-    pub predictor: PredictorTrack,
+    pub(crate) predictor: PredictorTrack,
 }
 
 /// Runs the unperturbed run to ε, continues it to estimate x*, and
 /// estimates c (see the module docs). `size_ratio` scales a given ε for
 /// scaled-down stand-ins, as the recovery kind does.
-pub fn reference<M: Model>(
+pub(crate) fn reference<M: Model>(
     model: &M,
     spec: &ModelSpec,
     criterion: CriterionSpec,
@@ -190,12 +190,12 @@ pub fn reference<M: Model>(
 
 impl<S> Reference<S> {
     /// B: iterations the unperturbed run needs.
-    pub fn baseline_iterations(&self) -> usize {
+    pub(crate) fn baseline_iterations(&self) -> usize {
         self.baseline.iterations()
     }
 
     /// The scalar facts, without the states (what a run's context keeps).
-    pub fn facts(&self) -> ReferenceFacts {
+    pub(crate) fn facts(&self) -> ReferenceFacts {
         ReferenceFacts {
             criterion: self.criterion,
             baseline_iterations: self.baseline_iterations(),
@@ -216,37 +216,37 @@ impl<S> Reference<S> {
 /// context of a sharded or resumed run stores them. NaN fields (a rate
 /// that does not exist) are written as JSON `null`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceFacts {
+pub(crate) struct ReferenceFacts {
     /// ε as used.
-    pub criterion: f64,
+    pub(crate) criterion: f64,
     /// B.
-    pub baseline_iterations: usize,
+    pub(crate) baseline_iterations: usize,
     /// Metric of x(B).
-    pub baseline_final_metric: f64,
+    pub(crate) baseline_final_metric: f64,
     /// N, when x* = x(N) (None: the known optimum).
-    pub optimum_iterations: Option<usize>,
+    pub(crate) optimum_iterations: Option<usize>,
     /// The metric of x*.
-    pub optimum_metric: f64,
+    pub(crate) optimum_metric: f64,
     /// ‖x(0) − x*‖.
-    pub initial_distance: f64,
+    pub(crate) initial_distance: f64,
     /// The rate used in the bounds.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// How `rate` was chosen.
-    pub rate_method: RateMethod,
+    pub(crate) rate_method: RateMethod,
     /// The least-squares rate.
     #[serde(with = "crate::report::json_f64")]
-    pub rate_fitted: f64,
+    pub(crate) rate_fitted: f64,
     /// The largest one-step ratio.
     #[serde(with = "crate::report::json_f64")]
-    pub rate_max_ratio: f64,
+    pub(crate) rate_max_ratio: f64,
     /// The model's known rate (NaN if none).
     #[serde(with = "crate::report::json_f64")]
-    pub rate_analytic: f64,
+    pub(crate) rate_analytic: f64,
 }
 
 impl ReferenceFacts {
     /// The reference facts for a manifest.
-    pub fn details(&self) -> serde_json::Value {
+    pub(crate) fn details(&self) -> serde_json::Value {
         serde_json::json!({
             "criterion_used": self.criterion,
             "baseline_iterations": self.baseline_iterations,

@@ -152,18 +152,13 @@ impl std::fmt::Debug for SharedOutcomes {
 
 impl SharedOutcomes {
     /// An empty cache.
-    pub fn new() -> SharedOutcomes {
+    pub(crate) fn new() -> SharedOutcomes {
         SharedOutcomes::default()
     }
 
     /// Outcomes held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().values().map(HashMap::len).sum()
-    }
-
-    /// Whether no outcome is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, TrialOutcome>>> {

@@ -20,10 +20,10 @@ use super::units::{Driver, Records};
 
 /// Records of the units a set of tasks finished, grouped by task: what
 /// [`Driver::collect`] takes.
-pub type Finished = Vec<Vec<(usize, serde_json::Value)>>;
+pub(crate) type Finished = Vec<Vec<(usize, serde_json::Value)>>;
 
 /// Encodes `(unit, record)` pairs as the journal stores them.
-pub fn encode<R: Serialize>(
+pub(crate) fn encode<R: Serialize>(
     records: impl IntoIterator<Item = (usize, R)>,
 ) -> Result<Vec<(usize, serde_json::Value)>> {
     records
@@ -39,7 +39,7 @@ impl Driver<'_> {
     /// finished, or `None` when it stopped because the run was cancelled.
     /// Each task's records are encoded and journalled as soon as it ends; a
     /// task that starts after a cancellation is skipped.
-    pub fn run_tasks<T, W, R>(
+    pub(crate) fn run_tasks<T, W, R>(
         &self,
         tasks: &[T],
         init: impl Fn() -> W + Sync + Send,
@@ -67,7 +67,7 @@ impl Driver<'_> {
 
     /// Runs the independent units `todo` in parallel tasks of `chunk` units
     /// (journalled together), each as `unit(workspace, u)`.
-    pub fn run_units<W, R>(
+    pub(crate) fn run_units<W, R>(
         &self,
         todo: &[usize],
         chunk: usize,
@@ -90,7 +90,10 @@ impl Driver<'_> {
 
 /// The records of every unit of a run, decoded, in unit order; `names` are
 /// the units' readable names (for the error when some are missing).
-pub fn decode_records<T: DeserializeOwned>(names: &[String], raw: &RawResult) -> Result<Vec<T>> {
+pub(crate) fn decode_records<T: DeserializeOwned>(
+    names: &[String],
+    raw: &RawResult,
+) -> Result<Vec<T>> {
     decode(names, &raw.records)
 }
 

@@ -26,22 +26,22 @@ const MAX_LINE_BYTES: u64 = 1 << 30;
 
 /// Set by Ctrl-C (see `commands`): running cohorts stop and the run exits
 /// with its journal intact.
-pub static CANCEL: AtomicBool = AtomicBool::new(false);
+pub(crate) static CANCEL: AtomicBool = AtomicBool::new(false);
 
 /// Records of finished units, by unit index.
-pub type Records = BTreeMap<usize, serde_json::Value>;
+pub(crate) type Records = BTreeMap<usize, serde_json::Value>;
 
 /// One slice of a sharded run: shard `index` of `count` (0-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     /// This shard, in `0..count`.
-    pub index: usize,
+    pub(crate) index: usize,
     /// Number of shards.
-    pub count: usize,
+    pub(crate) count: usize,
 }
 
 /// Environment variables that batch engines set to a job's array index.
-pub const INDEX_VARIABLES: &[&str] = &["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
+pub(crate) const INDEX_VARIABLES: &[&str] = &["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
 
 impl Shard {
     /// Parses `i/n`; `i` may be `env` to read the index from
@@ -83,7 +83,7 @@ impl Shard {
 
     /// Checks the shard against a scenario of `units` units: a shard count
     /// above the number of units would leave shards with nothing to do.
-    pub fn check_units(&self, units: usize) -> Result<()> {
+    pub(crate) fn check_units(&self, units: usize) -> Result<()> {
         if self.count == 0 || self.index >= self.count {
             bail!(
                 "shard {}/{}: INDEX must be in 0..COUNT (0-based)",
@@ -103,7 +103,7 @@ impl Shard {
     }
 
     /// Folder suffix of this shard's results: `shard-<i>-of-<n>`.
-    pub fn suffix(&self) -> String {
+    pub(crate) fn suffix(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
     }
 }
@@ -113,7 +113,7 @@ impl Shard {
 /// the units of shard `index`, in increasing order. The least loaded shard
 /// is kept in a heap, so this takes O(units · log count) (a shard count is
 /// at most the number of units: [`Shard::check_units`]).
-pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
+pub(crate) fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
     use std::cmp::{Ordering as CmpOrdering, Reverse};
     use std::collections::BinaryHeap;
     /// A shard's load, ordered as `total_cmp` then by index.
@@ -146,7 +146,7 @@ pub fn assign(costs: &[f64], shard: Shard) -> Vec<usize> {
     mine
 }
 
-pub use crate::report::manifest::fnv64;
+pub(crate) use crate::report::manifest::fnv64;
 
 /// The first line of a journal: what it belongs to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -301,7 +301,7 @@ impl Journal {
 
     /// Opens an existing journal for appending (after [`Journal::read`]);
     /// a link at `path` is refused.
-    pub fn append_to(path: &Path) -> Result<Journal> {
+    pub(crate) fn append_to(path: &Path) -> Result<Journal> {
         let file = outdir::open_existing(path, true).with_context(|| {
             format!(
                 "cannot open journal {} (it must be a plain file)",
@@ -335,20 +335,20 @@ impl Journal {
     }
 
     /// Where the journal lives.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
 
 /// Raised when a run is stopped (Ctrl-C) before its units are all done.
 #[derive(Debug)]
-pub struct Interrupted {
+pub(crate) struct Interrupted {
     /// Units finished and journalled.
-    pub done: usize,
+    pub(crate) done: usize,
     /// Units this run is responsible for.
-    pub total: usize,
+    pub(crate) total: usize,
     /// The journal holding the finished units.
-    pub journal: PathBuf,
+    pub(crate) journal: PathBuf,
 }
 
 impl std::fmt::Display for Interrupted {
@@ -368,7 +368,7 @@ impl std::error::Error for Interrupted {}
 
 /// What a run must do with its units: which shard, what is already done,
 /// where to journal, and whether to stop.
-pub struct Driver<'a> {
+pub(crate) struct Driver<'a> {
     shard: Option<Shard>,
     resumed: Records,
     journal: Option<Mutex<Journal>>,
@@ -384,7 +384,7 @@ pub struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// A driver for a run; `resumed` are units finished by an earlier run.
-    pub fn new(
+    pub(crate) fn new(
         shard: Option<Shard>,
         resumed: Records,
         journal: Option<Journal>,
@@ -404,18 +404,18 @@ impl<'a> Driver<'a> {
     }
 
     /// When the run first asked for its units ([`Driver::assign`]), if it has.
-    pub fn assigned_at(&self) -> Option<std::time::Instant> {
+    pub(crate) fn assigned_at(&self) -> Option<std::time::Instant> {
         self.assigned_at.get().copied()
     }
 
     /// A driver that runs everything and journals nothing (library use, tests).
-    pub fn all(progress: &'a ProgressBar, cancel: &'a AtomicBool) -> Driver<'a> {
+    pub(crate) fn all(progress: &'a ProgressBar, cancel: &'a AtomicBool) -> Driver<'a> {
         Driver::new(None, Records::new(), None, progress, cancel)
     }
 
     /// Given every unit's expected cost, the units this run is responsible
     /// for (`mine`, sorted) and those of them it still has to run (`todo`).
-    pub fn assign(&self, costs: &[f64]) -> (Vec<usize>, Vec<usize>) {
+    pub(crate) fn assign(&self, costs: &[f64]) -> (Vec<usize>, Vec<usize>) {
         self.assigned_at.get_or_init(std::time::Instant::now);
         let mine = match self.shard {
             Some(s) => assign(costs, s),
@@ -439,7 +439,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Records finished units: journal them and advance the progress bar.
-    pub fn finished(&self, units: &[(usize, serde_json::Value)]) -> Result<()> {
+    pub(crate) fn finished(&self, units: &[(usize, serde_json::Value)]) -> Result<()> {
         if let Some(j) = &self.journal {
             j.lock().expect("journal lock").append(units)?;
         }
@@ -449,36 +449,40 @@ impl<'a> Driver<'a> {
     }
 
     /// Units finished (and journalled) by this run so far.
-    pub fn finished_count(&self) -> usize {
+    pub(crate) fn finished_count(&self) -> usize {
         *self.finished.lock().expect("counter lock")
     }
 
     /// Notes that `n` of the finished units took their outcome from another
     /// scenario of this process instead of running (see
     /// [`super::shared_outcomes`]).
-    pub fn shared_across(&self, n: usize) {
+    pub(crate) fn shared_across(&self, n: usize) {
         self.shared_across.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Units of this run that took their outcome from another scenario.
-    pub fn shared_across_count(&self) -> usize {
+    pub(crate) fn shared_across_count(&self) -> usize {
         self.shared_across.load(Ordering::Relaxed)
     }
 
     /// Whether the run should stop now.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }
 
     /// Units finished by an earlier run (from the journal).
-    pub fn resumed(&self) -> &Records {
+    pub(crate) fn resumed(&self) -> &Records {
         &self.resumed
     }
 
     /// The records of this run's units `mine`: those just computed (`done`,
     /// in any grouping) together with those resumed from the journal; or,
     /// if the run was cancelled, the error that says how to resume.
-    pub fn collect<I>(&self, done: impl IntoIterator<Item = I>, mine: &[usize]) -> Result<Records>
+    pub(crate) fn collect<I>(
+        &self,
+        done: impl IntoIterator<Item = I>,
+        mine: &[usize],
+    ) -> Result<Records>
     where
         I: IntoIterator<Item = (usize, serde_json::Value)>,
     {
@@ -495,7 +499,7 @@ impl<'a> Driver<'a> {
     }
 
     /// The error to return when stopped early.
-    pub fn interrupted(&self, total: usize) -> anyhow::Error {
+    pub(crate) fn interrupted(&self, total: usize) -> anyhow::Error {
         let done = self.resumed.len() + *self.finished.lock().expect("counter lock");
         let journal = self
             .journal

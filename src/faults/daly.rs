@@ -15,12 +15,12 @@
 use serde::{Deserialize, Serialize};
 
 /// Young's first-order optimum checkpoint interval √(2δM) (Young 1974).
-pub fn young_interval(delta: f64, mtbf: f64) -> f64 {
+pub(crate) fn young_interval(delta: f64, mtbf: f64) -> f64 {
     (2.0 * delta * mtbf).sqrt()
 }
 
 /// Daly's first-order optimum √(2δM) − δ (the form quoted in the issue).
-pub fn daly_first_order_interval(delta: f64, mtbf: f64) -> f64 {
+pub(crate) fn daly_first_order_interval(delta: f64, mtbf: f64) -> f64 {
     (young_interval(delta, mtbf) - delta).max(0.0)
 }
 
@@ -36,7 +36,7 @@ pub fn daly_interval(delta: f64, mtbf: f64) -> f64 {
 
 /// Daly's expected wall time (Daly 2006, the complete model with failures during restarts):
 /// T_w(τ) = M·e^{R/M}·(e^{(τ+δ)/M} − 1)·T_s/τ.
-pub fn daly_wall_time(solve: f64, tau: f64, delta: f64, restart: f64, mtbf: f64) -> f64 {
+pub(crate) fn daly_wall_time(solve: f64, tau: f64, delta: f64, restart: f64, mtbf: f64) -> f64 {
     mtbf * (restart / mtbf).exp() * (((tau + delta) / mtbf).exp() - 1.0) * solve / tau
 }
 
@@ -57,7 +57,7 @@ pub fn expected_wall_time(solve: f64, tau: f64, delta: f64, restart: f64, mtbf: 
 
 /// The τ in `[lo, hi]` minimising [`expected_wall_time`] (golden-section
 /// search on the smooth envelope [`daly_wall_time`]).
-pub fn numeric_optimum(delta: f64, restart: f64, mtbf: f64, lo: f64, hi: f64) -> f64 {
+pub(crate) fn numeric_optimum(delta: f64, restart: f64, mtbf: f64, lo: f64, hi: f64) -> f64 {
     let f = |t: f64| daly_wall_time(1.0, t, delta, restart, mtbf);
     let (mut a, mut b) = (lo, hi);
     let g = (5f64.sqrt() - 1.0) / 2.0;
@@ -169,9 +169,9 @@ pub struct TooManySteps {
     /// The limit of segments and failures that was reached.
     pub steps: usize,
     /// Simulated time by then.
-    pub time: f64,
+    pub(crate) time: f64,
     /// Work kept by then.
-    pub done: f64,
+    pub(crate) done: f64,
 }
 
 impl std::fmt::Display for TooManySteps {

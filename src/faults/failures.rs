@@ -64,7 +64,7 @@ impl FailureProcess {
     /// (time, node). `rng` drives the Poisson process only; each node draws its
     /// own inter-arrival times in node order, so adding nodes does not change
     /// the failures of the others.
-    pub fn outages(&self, nodes: usize, horizon: f64, rng: &mut SimRng) -> Vec<Outage> {
+    pub(crate) fn outages(&self, nodes: usize, horizon: f64, rng: &mut SimRng) -> Vec<Outage> {
         let mut out = Vec::new();
         match self {
             FailureProcess::None => {}
@@ -113,7 +113,7 @@ impl FailureProcess {
     }
 
     /// A one-line description for tables.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             FailureProcess::None => "none".into(),
             FailureProcess::Fixed { nodes, at, back } => {
@@ -136,17 +136,18 @@ pub fn exponential(rng: &mut SimRng, mean: f64) -> f64 {
 }
 
 /// Most rows of a failure trace.
-pub const MAX_TRACE_ROWS: usize = 1_000_000;
+pub(crate) const MAX_TRACE_ROWS: usize = 1_000_000;
 
 /// Reads a failure trace: a CSV file with a header `time,node,down_for`
 /// (seconds, node index, seconds; `inf` for never back).
-pub fn read_trace(path: &Path) -> Result<Vec<Outage>> {
+#[cfg(test)]
+pub(crate) fn read_trace(path: &Path) -> Result<Vec<Outage>> {
     Ok(read_trace_rows(path)?.into_iter().map(|(_, o)| o).collect())
 }
 
 /// [`read_trace`] with the 1-based line of each outage (for errors that
 /// point at a row, e.g. a node that does not exist).
-pub fn read_trace_rows(path: &Path) -> Result<Vec<(usize, Outage)>> {
+pub(crate) fn read_trace_rows(path: &Path) -> Result<Vec<(usize, Outage)>> {
     let text = crate::data::files::read_maybe_gz(path)
         .with_context(|| format!("cannot read failure trace {}", path.display()))?;
     let text = String::from_utf8(text)

@@ -15,8 +15,8 @@
 pub mod daly;
 pub mod failures;
 pub mod overhead;
-pub mod ps;
-pub mod usage;
+pub(crate) mod ps;
+pub(crate) mod usage;
 
 pub use daly::TimeSplit;
 pub use failures::{FailureProcess, Outage};

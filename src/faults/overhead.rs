@@ -72,7 +72,7 @@ pub struct IterationRun {
     pub split: TimeSplit,
     /// Wall time after every iteration, starting at 0 (x(0)).
     #[serde(with = "crate::report::json_f64::vec")]
-    pub curve_time: Vec<f64>,
+    pub(crate) curve_time: Vec<f64>,
     /// The metric at those times.
     #[serde(with = "crate::report::json_f64::vec")]
     pub curve_metric: Vec<f64>,

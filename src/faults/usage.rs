@@ -23,7 +23,7 @@ pub struct Usage {
 
 impl Usage {
     /// Node-seconds of PS nodes down before `end`.
-    pub fn ps_down_before(&self, end: f64) -> f64 {
+    pub(crate) fn ps_down_before(&self, end: f64) -> f64 {
         self.down.iter().fold(0.0, |sum, &(_, a, b)| {
             sum + (b.min(end) - a.min(end)).max(0.0)
         })
@@ -32,7 +32,7 @@ impl Usage {
     /// Per-hour billing until `end` of `workers` workers and `ps_nodes` PS
     /// nodes: each node is billed whole hours for each of its up intervals
     /// (a node back from a failure is a new instance). Node-hours.
-    pub fn billed_hours_rounded_up(&self, workers: usize, ps_nodes: usize, end: f64) -> f64 {
+    pub(crate) fn billed_hours_rounded_up(&self, workers: usize, ps_nodes: usize, end: f64) -> f64 {
         let hours = |secs: f64| {
             if secs > 0.0 {
                 (secs / 3600.0).ceil()

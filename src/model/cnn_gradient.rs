@@ -27,29 +27,24 @@ use super::gradient::{GradientDraw, GradientInfo, GradientModel};
 use super::{IterCtx, Model};
 
 /// The CNN with a fixed loss-evaluation subsample.
-pub struct CnnGradient {
+pub(crate) struct CnnGradient {
     cnn: Cnn,
 }
 
 impl CnnGradient {
     /// Wraps `cnn`, which must use the `subset` metric: its evaluation
     /// subset is the loss subsample.
-    pub fn new(cnn: Cnn) -> Result<CnnGradient> {
+    pub(crate) fn new(cnn: Cnn) -> Result<CnnGradient> {
         if cnn.eval_examples() == 0 {
             bail!("the CNN's gradient model needs the `subset` metric (its loss subsample)");
         }
         Ok(CnnGradient { cnn })
     }
-
-    /// The wrapped CNN.
-    pub fn cnn(&self) -> &Cnn {
-        &self.cnn
-    }
 }
 
 /// The metric a [`CnnGradient`]'s CNN is built with: the mean cross-entropy
 /// over `loss_rows` training images.
-pub fn loss_metric(loss_rows: usize) -> CnnMetric {
+pub(crate) fn loss_metric(loss_rows: usize) -> CnnMetric {
     CnnMetric::Subset {
         examples: loss_rows.max(1),
     }
@@ -133,23 +128,14 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::data::{DatasetName, synthetic};
+    use crate::data::synthetic;
     use crate::model::CnnSpec;
     use crate::model::cnn::{CnnConfig, Partitioning};
 
     /// A small by-layer CNN on the MNIST-like stand-in with `metric`.
     fn cnn(metric: CnnMetric) -> Cnn {
         let data = Arc::new(synthetic::mnist_like(11, 0.02));
-        let spec = CnnSpec {
-            dataset: DatasetName::Mnist,
-            partitioning: Partitioning::ByLayer,
-            batch_size: 32,
-            learning_rate: 0.05,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            metric,
-        };
+        let spec = CnnSpec::mnist(Partitioning::ByLayer, 32, 0.05, metric);
         Cnn::new(data, &CnnConfig { spec, seed: 4 }).unwrap()
     }
 

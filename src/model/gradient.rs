@@ -25,9 +25,9 @@ use crate::data::{DataCache, DataOptions, DatasetName};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GradientDraw {
     /// Seed of the run's data order and gradient noise.
-    pub run_seed: u64,
+    pub(crate) run_seed: u64,
     /// Index of the computation in its run (0, 1, 2, … in start order).
-    pub index: u64,
+    pub(crate) index: u64,
 }
 
 /// Constants of a model whose smoothness, strong convexity and gradient noise
@@ -35,17 +35,17 @@ pub struct GradientDraw {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KnownConstants {
     /// L: the gradient is L-Lipschitz.
-    pub l: f64,
+    pub(crate) l: f64,
     /// c: strong-convexity constant.
-    pub c: f64,
+    pub(crate) c: f64,
     /// σ²: a one-sample gradient's noise variance E‖g − ∇F‖² (a minibatch of m has σ²/m).
-    pub sigma2: f64,
+    pub(crate) sigma2: f64,
     /// m: samples per minibatch.
-    pub batch_size: usize,
+    pub(crate) batch_size: usize,
     /// The Hessian's eigenvalues (for the exact floor of a quadratic; not
     /// written to manifests).
     #[serde(skip)]
-    pub hessian_eigenvalues: Vec<f64>,
+    pub(crate) hessian_eigenvalues: Vec<f64>,
 }
 
 /// What a gradient model tells the outputs about itself.
@@ -137,7 +137,7 @@ pub trait GradientModel: Send + Sync {
 /// a `GradientSpec` through [`TryFrom`], which hands back the kinds without
 /// a gradient implementation (QP, LDA, MF).
 #[derive(Clone, Debug, PartialEq)]
-pub enum GradientSpec {
+pub(crate) enum GradientSpec {
     /// Multinomial logistic regression ([`MlrGradient`]).
     Mlr(MlrSpec),
     /// The LeNet-5-style CNN ([`CnnGradient`]). The PS applies SGD with
@@ -187,7 +187,8 @@ impl Serialize for GradientSpec {
 
 impl GradientSpec {
     /// The model's short name.
-    pub fn kind_name(&self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn kind_name(&self) -> &'static str {
         match self {
             GradientSpec::Mlr(_) => "mlr",
             GradientSpec::Cnn(_) => "cnn",
@@ -196,7 +197,7 @@ impl GradientSpec {
     }
 
     /// The learning rate η of the PS update.
-    pub fn learning_rate(&self) -> f64 {
+    pub(crate) fn learning_rate(&self) -> f64 {
         match self {
             GradientSpec::Mlr(MlrSpec { learning_rate, .. })
             | GradientSpec::Cnn(CnnSpec { learning_rate, .. }) => *learning_rate,
@@ -206,7 +207,7 @@ impl GradientSpec {
 
     /// The registry spec of the same model (MLR, CNN); `None` for the
     /// quadratic, which is not in the registry.
-    pub fn model_spec(&self) -> Option<ModelSpec> {
+    pub(crate) fn model_spec(&self) -> Option<ModelSpec> {
         match *self {
             GradientSpec::Mlr(m) => Some(ModelSpec::Mlr(m)),
             GradientSpec::Cnn(c) => Some(ModelSpec::Cnn(c)),
@@ -215,7 +216,7 @@ impl GradientSpec {
     }
 
     /// The dataset the model trains on; `None` for the quadratic.
-    pub fn dataset(&self) -> Option<DatasetName> {
+    pub(crate) fn dataset(&self) -> Option<DatasetName> {
         match self {
             GradientSpec::Mlr(MlrSpec { dataset, .. })
             | GradientSpec::Cnn(CnnSpec { dataset, .. }) => Some(*dataset),
@@ -226,17 +227,17 @@ impl GradientSpec {
 
 /// Where a gradient model's data came from (for the manifest and CSV).
 #[derive(Clone, Debug, PartialEq)]
-pub struct GradientData {
+pub(crate) struct GradientData {
     /// Dataset name (`none` for the quadratic).
-    pub dataset: String,
+    pub(crate) dataset: String,
     /// `real`, `synthetic`, or `none`.
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// Provenance details for the manifest.
-    pub details: serde_json::Value,
+    pub(crate) details: serde_json::Value,
 }
 
 /// Code that runs generically over any gradient model.
-pub trait GradientVisitor {
+pub(crate) trait GradientVisitor {
     /// What the visit returns.
     type Output;
     /// Called with the live model.
@@ -246,7 +247,7 @@ pub trait GradientVisitor {
 /// Builds the gradient model of `spec` and hands it to `visitor`. The MLR's
 /// and the CNN's losses are evaluated on a fixed subsample of `loss_rows`
 /// training examples drawn from `seed`.
-pub fn build_gradient_and_visit<V: GradientVisitor>(
+pub(crate) fn build_gradient_and_visit<V: GradientVisitor>(
     spec: &GradientSpec,
     cache: &DataCache,
     opts: &DataOptions,

@@ -7,19 +7,19 @@
 //! single blocks when it checkpoints, fails and recovers.
 
 pub mod cnn;
-pub mod cnn_gradient;
-pub mod flat;
+pub(crate) mod cnn_gradient;
+pub(crate) mod flat;
 pub mod gradient;
-pub mod kernels;
+pub(crate) mod kernels;
 pub mod lda;
 pub mod mf;
 pub mod mlr;
-pub mod mlr_gradient;
-pub mod qp;
+pub(crate) mod mlr_gradient;
+pub(crate) mod qp;
 pub mod quadratic;
-pub mod registry;
+pub(crate) mod registry;
 
-pub use flat::FlatParams;
+pub(crate) use flat::FlatParams;
 
 pub use registry::{CnnSpec, DataUsed, MlrSpec, ModelSpec, ModelVisitor, build_and_visit};
 
@@ -50,7 +50,7 @@ pub enum NormKind {
 
 impl NormKind {
     /// Combines per-block distances into a norm.
-    pub fn combine(self, distances: impl Iterator<Item = f64>) -> f64 {
+    pub(crate) fn combine(self, distances: impl Iterator<Item = f64>) -> f64 {
         match self {
             NormKind::L2 => distances.map(|d| d * d).sum::<f64>().sqrt(),
             NormKind::Sum => distances.sum(),

@@ -41,13 +41,13 @@ use super::flat::FlatParams;
 use super::{IterCtx, Model, ModelInfo};
 
 /// Dimension of the problem.
-pub const DIM: usize = 4;
+pub(crate) const DIM: usize = 4;
 
 /// The eigenvalues of [`MATRIX`], smallest first.
-pub const EIGENVALUES: [f64; DIM] = [1.0, 2.0, 4.0, 8.0];
+pub(crate) const EIGENVALUES: [f64; DIM] = [1.0, 2.0, 4.0, 8.0];
 
 /// A = ¼·H·diag(1, 2, 4, 8)·H (see the module docs).
-pub const MATRIX: [[f64; DIM]; DIM] = [
+pub(crate) const MATRIX: [[f64; DIM]; DIM] = [
     [3.75, -1.25, -2.25, 0.75],
     [-1.25, 3.75, 0.75, -2.25],
     [-2.25, 0.75, 3.75, -1.25],
@@ -55,18 +55,18 @@ pub const MATRIX: [[f64; DIM]; DIM] = [
 ];
 
 /// b, the linear term.
-pub const LINEAR: [f64; DIM] = [1.0; DIM];
+pub(crate) const LINEAR: [f64; DIM] = [1.0; DIM];
 
 /// x* = A⁻¹b.
-pub const OPTIMUM: [f64; DIM] = [1.0; DIM];
+pub(crate) const OPTIMUM: [f64; DIM] = [1.0; DIM];
 
 /// Largest step size for which gradient descent converges, 2/λ_max.
-pub const MAX_STEP_SIZE: f64 = 2.0 / 8.0;
+pub(crate) const MAX_STEP_SIZE: f64 = 2.0 / 8.0;
 
 /// The analytic linear rate of gradient descent with step `step_size`:
 /// `c = max_i |1 − αλ_i|` over the eigenvalues of A (SCAR assumption (3)
 /// holds with this c from every point, Lemma 3.1).
-pub fn contraction_rate(step_size: f64) -> f64 {
+pub(crate) fn contraction_rate(step_size: f64) -> f64 {
     EIGENVALUES
         .iter()
         .map(|l| (1.0 - step_size * l).abs())
@@ -75,16 +75,16 @@ pub fn contraction_rate(step_size: f64) -> f64 {
 
 /// Hyper-parameters of the QP.
 #[derive(Clone, Debug, PartialEq)]
-pub struct QpConfig {
+pub(crate) struct QpConfig {
     /// Step size α (0 < α < 2/8).
-    pub step_size: f64,
+    pub(crate) step_size: f64,
     /// Starting point x(0).
-    pub x0: [f64; DIM],
+    pub(crate) x0: [f64; DIM],
 }
 
 /// Gradient descent on the quadratic program above.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Qp {
+pub(crate) struct Qp {
     step: f64,
     x0: [f64; DIM],
 }
@@ -92,27 +92,22 @@ pub struct Qp {
 /// The QP state: the iterate x ∈ R⁴ (f64, so that reduced precision can be
 /// studied down from 53 bits).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct QpState {
+pub(crate) struct QpState {
     /// The iterate.
-    pub x: [f64; DIM],
+    pub(crate) x: [f64; DIM],
 }
 
 impl Qp {
     /// A QP solved from `config.x0` with step `config.step_size`.
-    pub fn new(config: &QpConfig) -> Qp {
+    pub(crate) fn new(config: &QpConfig) -> Qp {
         Qp {
             step: config.step_size,
             x0: config.x0,
         }
     }
 
-    /// The analytic rate c = max|1 − αλ_i| of this instance.
-    pub fn contraction_rate(&self) -> f64 {
-        contraction_rate(self.step)
-    }
-
     /// The gradient `Ax − b` at `x`.
-    pub fn gradient(x: &[f64; DIM]) -> [f64; DIM] {
+    pub(crate) fn gradient(x: &[f64; DIM]) -> [f64; DIM] {
         let mut g = [0.0; DIM];
         for (i, gi) in g.iter_mut().enumerate() {
             *gi = MATRIX[i].iter().zip(x).map(|(a, v)| a * v).sum::<f64>() - LINEAR[i];

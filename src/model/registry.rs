@@ -23,14 +23,14 @@ use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, ratin
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct MlrSpec {
     /// `mnist` or `covtype`.
-    pub dataset: DatasetName,
+    pub(crate) dataset: DatasetName,
     /// Minibatch size b. The iteration-domain kinds scale it with a
     /// stand-in's size; the wall-clock kinds use it as given (SGD noise
     /// depends on b, not on b/n).
-    pub batch_size: usize,
+    pub(crate) batch_size: usize,
     /// Learning rate η on the batch-mean gradient (the PS's step in the
     /// wall-clock kinds).
-    pub learning_rate: f64,
+    pub(crate) learning_rate: f64,
 }
 
 /// The LeNet-5-style CNN ([`Cnn`]): the fields of a scenario's `[model]`
@@ -56,6 +56,36 @@ pub struct CnnSpec {
     /// The convergence metric (the wall-clock kinds evaluate the loss on
     /// their own subsample instead).
     pub metric: CnnMetric,
+}
+
+impl CnnSpec {
+    /// Adam's β1 in SCAR Appendix D (Kingma & Ba's default): a `cnn`
+    /// model's default.
+    pub const ADAM_BETA1: f64 = 0.9;
+    /// Adam's β2 in SCAR Appendix D: a `cnn` model's default.
+    pub const ADAM_BETA2: f64 = 0.999;
+    /// Adam's ε in SCAR Appendix D: a `cnn` model's default.
+    pub const ADAM_EPSILON: f64 = 1e-8;
+
+    /// The CNN on MNIST with Appendix D's Adam moments ([`Self::ADAM_BETA1`],
+    /// [`Self::ADAM_BETA2`], [`Self::ADAM_EPSILON`]) and the rest as given.
+    pub fn mnist(
+        partitioning: Partitioning,
+        batch_size: usize,
+        learning_rate: f64,
+        metric: CnnMetric,
+    ) -> CnnSpec {
+        CnnSpec {
+            dataset: DatasetName::Mnist,
+            partitioning,
+            batch_size,
+            learning_rate,
+            beta1: Self::ADAM_BETA1,
+            beta2: Self::ADAM_BETA2,
+            epsilon: Self::ADAM_EPSILON,
+            metric,
+        }
+    }
 }
 
 /// A model and its hyper-parameters, as a scenario names them.
@@ -97,7 +127,7 @@ pub enum ModelSpec {
 
 impl ModelSpec {
     /// The model's short name.
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         match self {
             ModelSpec::Mlr(_) => "mlr",
             ModelSpec::Qp { .. } => "qp",
@@ -108,7 +138,7 @@ impl ModelSpec {
     }
 
     /// The dataset the model trains on.
-    pub fn dataset(&self) -> DatasetName {
+    pub(crate) fn dataset(&self) -> DatasetName {
         match self {
             ModelSpec::Mlr(MlrSpec { dataset, .. }) | ModelSpec::Cnn(CnnSpec { dataset, .. }) => {
                 *dataset
@@ -124,16 +154,16 @@ impl ModelSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DataUsed {
     /// The dataset.
-    pub dataset: DatasetName,
+    pub(crate) dataset: DatasetName,
     /// Real files or stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// Examples in the data used divided by examples in the real dataset
     /// (1 for real data); for text corpora, tokens in the corpus used divided
     /// by tokens in the real corpus; for MF, observed ratings |Ω| / |Ω_real|. Criteria that are sums over the training set, and
     /// minibatch sizes, are multiplied by it for scaled-down stand-ins.
     /// Models whose criterion is a per-example mean and whose minibatch is
     /// not scaled (the CNN) report 1, so that nothing is scaled.
-    pub size_ratio: f64,
+    pub(crate) size_ratio: f64,
 }
 
 /// Code that runs generically over any model (Rust has no generic closures).

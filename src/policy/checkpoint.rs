@@ -59,20 +59,12 @@ pub enum EventOrder {
 }
 
 impl EventOrder {
-    /// The name used in scenarios.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventOrder::FailureFirst => "failure-first",
-            EventOrder::CheckpointFirst => "checkpoint-first",
-        }
-    }
-
     /// For a failure at iteration `t`: the running checkpoint holds the
     /// checkpoints taken at iterations strictly before the returned one (the
     /// `failure` argument of [`RunningCheckpoint::replay`] and
     /// [`CheckpointPolicy::last_before`]): `t`, or `t + 1` when the
     /// checkpoint due at `t` is written first.
-    pub fn checkpoints_before(self, t: usize) -> usize {
+    pub(crate) fn checkpoints_before(self, t: usize) -> usize {
         match self {
             EventOrder::FailureFirst => t,
             EventOrder::CheckpointFirst => t + 1,
@@ -112,15 +104,7 @@ pub enum WriteBudget {
     Blocks,
 }
 
-impl WriteBudget {
-    /// The name used in scenarios.
-    pub fn name(self) -> &'static str {
-        match self {
-            WriteBudget::Parameters => "parameters",
-            WriteBudget::Blocks => "blocks",
-        }
-    }
-}
+impl WriteBudget {}
 
 /// A checkpoint policy: save a fraction of the blocks at a fixed period.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -137,29 +121,29 @@ pub struct CheckpointPolicy {
 
 impl CheckpointPolicy {
     /// Iterations between two checkpoints, r·C (validated to be a whole number ≥ 1).
-    pub fn period(&self) -> usize {
+    pub(crate) fn period(&self) -> usize {
         ((self.fraction * self.interval as f64).round() as usize).max(1)
     }
 
     /// Whether r·C is a whole number of iterations ≥ 1.
-    pub fn period_is_whole(&self) -> bool {
+    pub(crate) fn period_is_whole(&self) -> bool {
         let p = self.fraction * self.interval as f64;
         p >= 1.0 - 1e-9 && (p - p.round()).abs() < 1e-9
     }
 
     /// Blocks saved per checkpoint, ⌈r·n⌉ (so 1/r checkpoints can cover every block).
-    pub fn blocks_per_checkpoint(&self, blocks: usize) -> usize {
+    pub(crate) fn blocks_per_checkpoint(&self, blocks: usize) -> usize {
         blocks_per_checkpoint(self.fraction, blocks)
     }
 
     /// Whether every checkpoint saves every block.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.fraction >= 1.0
     }
 
     /// The iteration of the last checkpoint strictly before `t` (0 if none:
     /// the running checkpoint then still holds x(0)).
-    pub fn last_before(&self, t: usize) -> usize {
+    pub(crate) fn last_before(&self, t: usize) -> usize {
         let p = self.period();
         if t == 0 { 0 } else { (t - 1) / p * p }
     }
@@ -216,7 +200,7 @@ impl<S: Clone> RunningCheckpoint<S> {
 }
 
 /// Buffers, the round-robin cursor and the write credit of a selector.
-pub struct SelectorState {
+pub(crate) struct SelectorState {
     cursor: usize,
     scored: Vec<(f64, usize)>,
     chosen: Vec<usize>,
@@ -237,7 +221,7 @@ pub struct SelectorState {
 
 impl SelectorState {
     /// Buffers for `model`'s blocks.
-    pub fn new<M: Model>(model: &M) -> SelectorState {
+    pub(crate) fn new<M: Model>(model: &M) -> SelectorState {
         let n = model.block_count();
         let sizes: Vec<usize> = (0..n).map(|b| model.block_params(b)).collect();
         SelectorState {
@@ -254,7 +238,7 @@ impl SelectorState {
     }
 
     /// The fraction of the model's parameters that `blocks` hold.
-    pub fn share_of(&self, blocks: &[usize]) -> f64 {
+    pub(crate) fn share_of(&self, blocks: &[usize]) -> f64 {
         if self.uniform {
             blocks.len() as f64 / self.sizes.len().max(1) as f64
         } else {
@@ -264,7 +248,7 @@ impl SelectorState {
 
     /// Chooses the blocks one checkpoint of `policy` saves from `current`
     /// into `saved` (sorted by index). A full policy (r = 1) saves every block.
-    pub fn select<M: Model>(
+    pub(crate) fn select<M: Model>(
         &mut self,
         model: &M,
         policy: &CheckpointPolicy,
@@ -434,14 +418,14 @@ impl SelectorState {
 
 /// Blocks a partial checkpoint of fraction r saves out of `blocks`: ⌈r·n⌉,
 /// at least one (SCAR §4.2; the tolerance keeps r·n = 98 at 98).
-pub fn blocks_per_checkpoint(fraction: f64, blocks: usize) -> usize {
+pub(crate) fn blocks_per_checkpoint(fraction: f64, blocks: usize) -> usize {
     ((fraction * blocks as f64 - 1e-9).ceil() as usize).clamp(1, blocks.max(1))
 }
 
 /// The prioritized selector's choice (SCAR §4.2): the `count` blocks of
 /// `scored` (distance from the saved copy, block index) that moved most,
 /// ties to the lower index, by increasing index. Reorders `scored`.
-pub fn most_moved(scored: &mut [(f64, usize)], count: usize) -> Vec<usize> {
+pub(crate) fn most_moved(scored: &mut [(f64, usize)], count: usize) -> Vec<usize> {
     let count = count.min(scored.len());
     if count == 0 {
         return Vec::new();

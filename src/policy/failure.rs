@@ -11,7 +11,7 @@ use crate::rng::SimRng;
 /// computed and before a checkpoint due at T is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "distribution", rename_all = "kebab-case")]
-pub enum FailureTime {
+pub(crate) enum FailureTime {
     /// Every iteration fails independently with probability `p`, so T is
     /// geometric on {1, 2, …} with P(T = t) = (1 − p)^(t−1) p (SCAR §5.3:
     /// "we sample the failure iteration from a geometric distribution").
@@ -33,7 +33,7 @@ impl FailureTime {
     /// Draws T given that the unperturbed run converges at iteration
     /// `baseline` (T ∈ [1, baseline − 1]). Returns `None` for a fixed T that
     /// is not before convergence, or when `baseline < 2`.
-    pub fn sample(&self, baseline: usize, rng: &mut SimRng) -> Option<usize> {
+    pub(crate) fn sample(&self, baseline: usize, rng: &mut SimRng) -> Option<usize> {
         if baseline < 2 {
             return None;
         }
@@ -63,7 +63,7 @@ fn truncated_geometric(p: f64, max: usize, rng: &mut SimRng) -> usize {
 /// What a failure takes down.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LossSpec {
+pub(crate) enum LossSpec {
     /// A uniformly random fraction of the blocks (SCAR §5.3: "the set of
     /// failed parameters are selected uniformly at random"); round(f·n)
     /// blocks, at least one.
@@ -77,7 +77,7 @@ impl LossSpec {
     /// the blocks (shared by all points of a trial, so that a larger lost
     /// fraction loses a superset of the blocks a smaller one loses);
     /// `placement` and `node_rng` are used for PS-node losses.
-    pub fn lost_blocks(
+    pub(crate) fn lost_blocks(
         &self,
         order: &[usize],
         placement: &Placement,
@@ -100,7 +100,7 @@ impl LossSpec {
     }
 
     /// The expected fraction of blocks lost, given `ps_nodes` nodes.
-    pub fn expected_fraction(&self, ps_nodes: usize) -> f64 {
+    pub(crate) fn expected_fraction(&self, ps_nodes: usize) -> f64 {
         match *self {
             LossSpec::Fraction(f) => f,
             LossSpec::PsNodes(k) => k as f64 / ps_nodes as f64,

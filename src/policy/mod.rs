@@ -3,11 +3,11 @@
 //! taken ([`checkpoint`]) and how a failure is recovered from ([`recovery`]).
 
 pub mod checkpoint;
-pub mod failure;
-pub mod placement;
-pub mod recovery;
+pub(crate) mod failure;
+pub(crate) mod placement;
+pub(crate) mod recovery;
 
 pub use checkpoint::{CheckpointPolicy, EventOrder, RunningCheckpoint, Selector, WriteBudget};
-pub use failure::{FailureTime, LossSpec};
-pub use placement::Placement;
+pub(crate) use failure::{FailureTime, LossSpec};
+pub(crate) use placement::Placement;
 pub use recovery::{RecoveryOutcome, RecoveryPolicy};

@@ -11,14 +11,14 @@ use crate::rng::SimRng;
 
 /// Which PS node holds each block.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
+pub(crate) struct Placement {
     node_of: Vec<u32>,
     nodes: usize,
 }
 
 impl Placement {
     /// A random balanced placement of `blocks` blocks on `nodes` nodes.
-    pub fn random(blocks: usize, nodes: usize, rng: &mut SimRng) -> Placement {
+    pub(crate) fn random(blocks: usize, nodes: usize, rng: &mut SimRng) -> Placement {
         assert!(nodes >= 1, "at least one PS node");
         let mut order: Vec<usize> = (0..blocks).collect();
         order.shuffle(rng);
@@ -30,17 +30,17 @@ impl Placement {
     }
 
     /// Number of PS nodes.
-    pub fn nodes(&self) -> usize {
+    pub(crate) fn nodes(&self) -> usize {
         self.nodes
     }
 
     /// The node holding `block`.
-    pub fn node_of(&self, block: usize) -> usize {
+    pub(crate) fn node_of(&self, block: usize) -> usize {
         self.node_of[block] as usize
     }
 
     /// The blocks held by any of `nodes`, in increasing block order.
-    pub fn blocks_on(&self, nodes: &[usize]) -> Vec<usize> {
+    pub(crate) fn blocks_on(&self, nodes: &[usize]) -> Vec<usize> {
         let mut hit = vec![false; self.nodes];
         for &n in nodes {
             hit[n] = true;

@@ -21,7 +21,7 @@ pub enum RecoveryPolicy {
 
 impl RecoveryPolicy {
     /// The name used in scenarios and CSV files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RecoveryPolicy::Full => "full",
             RecoveryPolicy::Partial => "partial",
@@ -33,20 +33,20 @@ impl RecoveryPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RecoveryOutcome {
     /// Blocks reloaded from the checkpoint.
-    pub restored_blocks: usize,
+    pub(crate) restored_blocks: usize,
     /// ‖δ‖: norm of the change recovery made to the state (the perturbation).
-    pub perturbation_norm: f64,
+    pub(crate) perturbation_norm: f64,
     /// ‖x(C) − x(T)‖ over all blocks: the perturbation full recovery would
     /// have made for the same failure (equal to `perturbation_norm` for full).
-    pub full_recovery_norm: f64,
+    pub(crate) full_recovery_norm: f64,
     /// Mean over restored blocks of (T − iteration the block was saved).
-    pub mean_restored_age: f64,
+    pub(crate) mean_restored_age: f64,
 }
 
 impl RecoveryPolicy {
     /// Recovers `state` = x(T) from `checkpoint` after losing `lost`
     /// (sorted block indices), then rebuilds derived state.
-    pub fn apply<M: Model>(
+    pub(crate) fn apply<M: Model>(
         self,
         model: &M,
         state: &mut M::State,

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 /// Writes `bytes` to `path` atomically (creating the parent folder).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -29,7 +29,7 @@ fn install_hook() {
 
 /// Runs `f`; a panic inside it (on this thread) is returned as its
 /// message instead of unwinding further or being printed.
-pub fn without_panics<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn without_panics<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     install_hook();
     let was = GUARDED.with(|g| g.replace(true));
     let result = panic::catch_unwind(AssertUnwindSafe(f));

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Deserializer, Serializer};
 
 /// `#[serde(with = "crate::report::json_f64")]` for an `f64` field.
-pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     if v.is_finite() {
         s.serialize_f64(*v)
     } else {
@@ -14,17 +14,17 @@ pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Reads a number or `null` (NaN).
-pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The same for `Vec<f64>` fields: `#[serde(with = "crate::report::json_f64::vec")]`.
-pub mod vec {
+pub(crate) mod vec {
     use serde::ser::SerializeSeq;
     use serde::{Deserialize, Deserializer, Serializer};
 
     /// Writes each element as a number or `null`.
-    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(v.len()))?;
         for x in v {
             seq.serialize_element(&x.is_finite().then_some(*x))?;
@@ -33,7 +33,7 @@ pub mod vec {
     }
 
     /// Reads numbers, `null` as NaN.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
         Ok(Vec::<Option<f64>>::deserialize(d)?
             .into_iter()
             .map(|x| x.unwrap_or(f64::NAN))

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::outdir;
 
 /// File name of a results folder's manifest.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 
 /// FNV-1a over bytes, as 16 hex digits (checksums and fingerprints).
 pub fn fnv64(bytes: &[u8]) -> String {
@@ -24,51 +24,51 @@ pub fn fnv64(bytes: &[u8]) -> String {
 
 /// The manifest written next to each scenario's CSV files.
 #[derive(Clone, Debug, Serialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// Program name and version.
-    pub program: Program,
+    pub(crate) program: Program,
     /// Where the scenario came from (path or `bundled:<name>`).
-    pub source: String,
+    pub(crate) source: String,
     /// The resolved, validated scenario (after command-line overrides).
-    pub scenario: serde_json::Value,
+    pub(crate) scenario: serde_json::Value,
     /// The scenario file's text as read.
-    pub scenario_toml: String,
+    pub(crate) scenario_toml: String,
     /// Identity of the run's inputs (program version, resolved scenario,
     /// stand-in or real data and scale): `reproduce --resume` keeps a
     /// finished folder only when this matches.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// The seed every random stream was derived from.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Trials per point.
-    pub trials: usize,
+    pub(crate) trials: usize,
     /// The data used: dataset, real files or synthetic stand-in.
-    pub data: serde_json::Value,
+    pub(crate) data: serde_json::Value,
     /// Facts about the run specific to the scenario kind (e.g. the unperturbed run).
-    pub details: serde_json::Value,
+    pub(crate) details: serde_json::Value,
     /// Worker threads used.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Wall-clock seconds spent on this scenario.
-    pub wall_time_seconds: f64,
+    pub(crate) wall_time_seconds: f64,
     /// Files written next to this manifest.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// [`fnv64`] of each file's bytes, by file name: the manifest is written
     /// last, and a folder counts as finished only when every file it lists
     /// is there with these bytes ([`read_finished`]).
-    pub checksums: BTreeMap<String, String>,
+    pub(crate) checksums: BTreeMap<String, String>,
 }
 
 /// Program identity.
 #[derive(Clone, Debug, Serialize)]
-pub struct Program {
+pub(crate) struct Program {
     /// `scarsim`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Cargo package version.
-    pub version: &'static str,
+    pub(crate) version: &'static str,
 }
 
 impl Program {
     /// This build.
-    pub fn current() -> Program {
+    pub(crate) fn current() -> Program {
         Program {
             name: env!("CARGO_PKG_NAME"),
             version: env!("CARGO_PKG_VERSION"),
@@ -79,7 +79,7 @@ impl Program {
 impl Manifest {
     /// Writes the manifest atomically as pretty JSON into the results
     /// folder `dir` (which must exist).
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(self)?;
         bytes.push(b'\n');
         outdir::write_file(&outdir::file(dir, MANIFEST_FILE)?, &bytes)
@@ -88,7 +88,7 @@ impl Manifest {
 
 /// Removes `dir`'s manifest, if any: from then on the folder counts as
 /// unfinished until a new manifest is written, last.
-pub fn remove(dir: &Path) -> Result<()> {
+pub(crate) fn remove(dir: &Path) -> Result<()> {
     // A link is removed itself, never followed.
     let path = outdir::file(dir, MANIFEST_FILE)?;
     match std::fs::remove_file(&path) {
@@ -102,7 +102,7 @@ pub fn remove(dir: &Path) -> Result<()> {
 }
 
 /// Reads a file inside a results folder (never through a link).
-pub fn read_in(dir: &Path, name: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_in(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let path = outdir::join(dir, name)?;
     let mut bytes = Vec::new();
     outdir::open_read(&path)
@@ -116,7 +116,7 @@ pub fn read_in(dir: &Path, name: &str) -> Result<Vec<u8>> {
 /// the only test of completeness that readers (`plot`, `reproduce --resume`)
 /// trust: a folder whose run stopped while writing (a full disk, a kill) has
 /// no manifest, or files that do not match it.
-pub fn read_finished(dir: &Path) -> Result<serde_json::Value> {
+pub(crate) fn read_finished(dir: &Path) -> Result<serde_json::Value> {
     if !dir.is_dir() {
         bail!("results folder {} does not exist", dir.display());
     }

@@ -1,14 +1,13 @@
 //! Results on disk: tidy CSV tables, the manifest, atomic file writes, and
 //! the figures drawn from them.
 
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod figures;
-pub mod guard;
-pub mod json_f64;
+pub(crate) mod guard;
+pub(crate) mod json_f64;
 pub mod manifest;
-pub mod outdir;
-pub mod table;
+pub(crate) mod outdir;
+pub(crate) mod table;
 
-pub use atomic::write_atomic;
-pub use manifest::Manifest;
+pub(crate) use manifest::Manifest;
 pub use table::{Table, fmt_f64};

@@ -32,14 +32,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 
 /// Longest accepted name (bytes); file systems allow 255.
-pub const MAX_NAME_BYTES: usize = 200;
+pub(crate) const MAX_NAME_BYTES: usize = 200;
 
 /// The environment variable that injects write failures (tests only).
-pub const FAIL_WRITE_VARIABLE: &str = "SCARSIM_FAIL_WRITE";
+pub(crate) const FAIL_WRITE_VARIABLE: &str = "SCARSIM_FAIL_WRITE";
 
 /// Checks that `name` is usable as one file or folder name inside an output
 /// folder; `what` says what it names, for the message.
-pub fn check_name(name: &str, what: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str, what: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_BYTES
         && !name.starts_with('.')
@@ -61,7 +61,7 @@ fn is_link(path: &Path) -> bool {
 
 /// `<dir>/<name>` for a checked `name`; refused when that entry is a
 /// symbolic link.
-pub fn join(dir: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn join(dir: &Path, name: &str) -> Result<PathBuf> {
     check_name(name, "name")?;
     let path = dir.join(name);
     if is_link(&path) {
@@ -76,7 +76,7 @@ pub fn join(dir: &Path, name: &str) -> Result<PathBuf> {
 
 /// `<dir>/<name>` for a checked `name`, as the target of [`write_file`]: a
 /// link planted there is replaced by the new file, never written through.
-pub fn file(dir: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn file(dir: &Path, name: &str) -> Result<PathBuf> {
     check_name(name, "file name")?;
     Ok(dir.join(name))
 }
@@ -84,19 +84,19 @@ pub fn file(dir: &Path, name: &str) -> Result<PathBuf> {
 /// Folders a run created, so that a run that fails before producing
 /// anything can remove exactly those (never a folder that was already there).
 #[derive(Debug, Default)]
-pub struct Created {
+pub(crate) struct Created {
     dirs: Vec<PathBuf>,
 }
 
 impl Created {
     /// Nothing created yet.
-    pub fn new() -> Created {
+    pub(crate) fn new() -> Created {
         Created::default()
     }
 
     /// Removes the folders this run created, deepest first, if they are
     /// empty; a folder that holds anything is left alone.
-    pub fn remove_empty(&mut self) {
+    pub(crate) fn remove_empty(&mut self) {
         while let Some(d) = self.dirs.pop() {
             std::fs::remove_dir(&d).ok();
         }
@@ -104,7 +104,7 @@ impl Created {
 }
 
 /// Creates `root` (and its parents) if missing, recording what it created.
-pub fn ensure_root(root: &Path, created: &mut Created) -> Result<()> {
+pub(crate) fn ensure_root(root: &Path, created: &mut Created) -> Result<()> {
     if root.as_os_str().is_empty() {
         return Ok(());
     }
@@ -131,7 +131,7 @@ pub fn ensure_root(root: &Path, created: &mut Created) -> Result<()> {
 
 /// The subfolder `<root>/<name>` (a checked name, not a link), created if
 /// missing along with `root`; what was created is recorded in `created`.
-pub fn ensure_dir(root: &Path, name: &str, created: &mut Created) -> Result<PathBuf> {
+pub(crate) fn ensure_dir(root: &Path, name: &str, created: &mut Created) -> Result<PathBuf> {
     ensure_root(root, created)?;
     let dir = join(root, name)?;
     match std::fs::symlink_metadata(&dir) {
@@ -176,7 +176,7 @@ fn fail_rule() -> &'static FailRule {
 
 /// Counts one write of the file `name` and fails it if `SCARSIM_FAIL_WRITE`
 /// says so (tests inject a full disk this way).
-pub fn injected_failure(name: &str) -> std::io::Result<()> {
+pub(crate) fn injected_failure(name: &str) -> std::io::Result<()> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
     let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
     let fail = match fail_rule() {
@@ -195,7 +195,7 @@ pub fn injected_failure(name: &str) -> std::io::Result<()> {
 
 /// Opens an existing file for writing (`append` or not) without following a
 /// symbolic link at its name.
-pub fn open_existing(path: &Path, append: bool) -> std::io::Result<File> {
+pub(crate) fn open_existing(path: &Path, append: bool) -> std::io::Result<File> {
     let mut o = OpenOptions::new();
     if append {
         o.append(true);
@@ -207,7 +207,7 @@ pub fn open_existing(path: &Path, append: bool) -> std::io::Result<File> {
 }
 
 /// Opens a file for reading without following a symbolic link at its name.
-pub fn open_read(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
     let mut o = OpenOptions::new();
     o.read(true);
     no_follow(&mut o);
@@ -224,13 +224,13 @@ fn no_follow(o: &mut OpenOptions) {
 fn no_follow(_: &mut OpenOptions) {}
 
 /// The temporary name of `name` for this process: `.<name>.tmp-<pid>`.
-pub fn temp_name(name: &str) -> String {
+pub(crate) fn temp_name(name: &str) -> String {
     format!(".{name}.tmp-{}", std::process::id())
 }
 
 /// A new file `.<name>.tmp-<pid>` in `dir`, created exclusively (a stale
 /// file or link of that name is removed first, never followed).
-pub fn create_temp(dir: &Path, name: &str) -> Result<(File, PathBuf)> {
+pub(crate) fn create_temp(dir: &Path, name: &str) -> Result<(File, PathBuf)> {
     let tmp = dir.join(temp_name(name));
     let create = || {
         let mut o = OpenOptions::new();
@@ -255,7 +255,7 @@ pub fn create_temp(dir: &Path, name: &str) -> Result<(File, PathBuf)> {
 /// Writes `bytes` to `path` atomically: a temporary file created exclusively
 /// in the same folder, flushed, then renamed over `path` (which replaces a
 /// link at `path` instead of writing through it). The folder must exist.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -284,7 +284,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Flushes a folder's entries (a rename is durable only then); best effort.
-pub fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = File::open(dir) {
         d.sync_all().ok();
@@ -296,7 +296,7 @@ pub fn sync_dir(dir: &Path) {
 // ------------------------------------------------------------ stale temporaries
 
 /// The process id in a temporary's name `.<name>.tmp-<pid>`, if it is one.
-pub fn temp_owner(file_name: &str) -> Option<u32> {
+pub(crate) fn temp_owner(file_name: &str) -> Option<u32> {
     if !file_name.starts_with('.') {
         return None;
     }
@@ -309,7 +309,7 @@ pub fn temp_owner(file_name: &str) -> Option<u32> {
 
 /// Whether process `pid` is running (on Unix; elsewhere assumed running, so
 /// nothing is removed).
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     if pid == std::process::id() {
         return true;
     }
@@ -334,7 +334,7 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// Removes the temporaries `.<name>.tmp-<pid>` in `dir` whose process no
 /// longer runs (files and links only, never folders). Returns how many.
-pub fn remove_stale_temporaries(dir: &Path) -> Result<usize> {
+pub(crate) fn remove_stale_temporaries(dir: &Path) -> Result<usize> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(0);
     };

@@ -4,8 +4,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::write_atomic;
-
 /// Column names and rows of already-formatted cells.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Table {
@@ -17,7 +15,7 @@ pub struct Table {
 
 impl Table {
     /// An empty table with these columns.
-    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+    pub(crate) fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
         Table {
             header: header.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
@@ -25,7 +23,7 @@ impl Table {
     }
 
     /// Appends a row (must have one cell per column).
-    pub fn push(&mut self, row: Vec<String>) {
+    pub(crate) fn push(&mut self, row: Vec<String>) {
         assert_eq!(
             row.len(),
             self.header.len(),
@@ -35,7 +33,7 @@ impl Table {
     }
 
     /// The CSV text (RFC 4180 quoting where needed, `\n` line ends).
-    pub fn to_csv(&self) -> Result<Vec<u8>> {
+    pub(crate) fn to_csv(&self) -> Result<Vec<u8>> {
         let mut w = csv::WriterBuilder::new()
             .terminator(csv::Terminator::Any(b'\n'))
             .from_writer(Vec::new());
@@ -47,11 +45,12 @@ impl Table {
     }
 
     /// Writes the table atomically to `path`.
-    pub fn write(&self, path: &Path) -> Result<()> {
+    #[cfg(test)]
+    pub(crate) fn write(&self, path: &Path) -> Result<()> {
         let bytes = self
             .to_csv()
             .with_context(|| format!("cannot format {}", path.display()))?;
-        write_atomic(path, &bytes)
+        super::atomic::write_atomic(path, &bytes)
     }
 
     /// Reads a CSV file written by [`Table::write`].

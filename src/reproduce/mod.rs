@@ -39,7 +39,7 @@ use shard::{gather_one, run_shard};
 /// rotated by the scenario's position so that the heaviest shard of each
 /// scenario (shard 0 of the balancing) falls on a different task. `None`:
 /// this task has no share of the scenario (it has fewer units than tasks).
-pub fn shard_of(task: Shard, position: usize, units: usize) -> Option<Shard> {
+pub(crate) fn shard_of(task: Shard, position: usize, units: usize) -> Option<Shard> {
     let count = task.count.clamp(1, units.max(1));
     let index = (task.index + position) % task.count.max(1);
     (index < count).then_some(Shard { index, count })
@@ -62,71 +62,71 @@ pub fn selected_names(only: &[String]) -> Result<Vec<&'static str>> {
 }
 
 /// Trials per point with `--quick`.
-pub const QUICK_TRIALS: usize = 10;
+pub(crate) const QUICK_TRIALS: usize = 10;
 /// Size of the stand-ins relative to the real datasets with `--quick`.
-pub const QUICK_SCALE: f64 = 0.05;
+pub(crate) const QUICK_SCALE: f64 = 0.05;
 /// File name of the report.
-pub const REPORT_FILE: &str = "REPORT.md";
+pub(crate) const REPORT_FILE: &str = "REPORT.md";
 
 /// How to reproduce.
 #[derive(Clone, Debug)]
-pub struct ReproduceOptions {
+pub(crate) struct ReproduceOptions {
     /// Fewer trials and smaller stand-ins.
-    pub quick: bool,
+    pub(crate) quick: bool,
     /// Folder with the real datasets (one subfolder per dataset).
-    pub data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     /// Use the stand-ins even where real data is present.
-    pub synthetic: bool,
+    pub(crate) synthetic: bool,
     /// Output folder: a subfolder per scenario, the grids and `REPORT.md`.
-    pub out_dir: PathBuf,
+    pub(crate) out_dir: PathBuf,
     /// Trials per point, overriding the scenarios' and `--quick`'s.
-    pub trials: Option<usize>,
+    pub(crate) trials: Option<usize>,
     /// Size of the stand-ins, overriding 1 (or [`QUICK_SCALE`] with `--quick`).
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
     /// Worker threads.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Scenarios run at the same time, each in its own pool of `threads`
     /// workers (at least 1). Two keep both cores busy while one scenario is
     /// in a serial phase (a reference run, loading data, writing tables);
     /// results do not depend on it, and each scenario's CPU time counts its
     /// own pool's threads only.
-    pub at_once: usize,
+    pub(crate) at_once: usize,
     /// Keep scenarios whose results folder is complete and was made from the
     /// same inputs (manifest fingerprint); finish interrupted ones from their
     /// journal; run the rest.
-    pub resume: bool,
+    pub(crate) resume: bool,
     /// Only these bundled scenarios (empty: every one).
-    pub only: Vec<String>,
+    pub(crate) only: Vec<String>,
     /// Run only this shard of every scenario's units (see [`shard_of`]) and
     /// write shard folders instead of results, figures and a report.
-    pub shard: Option<Shard>,
+    pub(crate) shard: Option<Shard>,
     /// Gather the shards of an earlier `--shard` run found in these folders
     /// instead of running the scenarios.
-    pub merge: Vec<PathBuf>,
+    pub(crate) merge: Vec<PathBuf>,
     /// Let a recovery trial take the outcome another scenario of this run
     /// computed from exactly the same inputs instead of running it again
     /// ([`experiment::shared_outcomes`]; the CSV files are the same either
     /// way). `false`: every scenario computes all its units
     /// (`--no-share-across`).
-    pub share_across: bool,
+    pub(crate) share_across: bool,
 }
 
 impl ReproduceOptions {
     /// Trials per point: `--trials`, else [`QUICK_TRIALS`] with `--quick`,
     /// else the scenario's own.
-    pub fn trials(&self) -> Option<usize> {
+    pub(crate) fn trials(&self) -> Option<usize> {
         self.trials
             .or(if self.quick { Some(QUICK_TRIALS) } else { None })
     }
 
     /// Size of the stand-ins: `--scale`, else [`QUICK_SCALE`] with `--quick`, else 1.
-    pub fn scale(&self) -> f64 {
+    pub(crate) fn scale(&self) -> f64 {
         self.scale
             .unwrap_or(if self.quick { QUICK_SCALE } else { 1.0 })
     }
 
     /// The command line that reproduces this run.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         let mut s = String::from("scarsim reproduce");
         if self.quick {
             s.push_str(" --quick");
@@ -167,7 +167,7 @@ pub fn datasets_of(sc: &Scenario) -> Vec<DatasetName> {
 
 /// Real data or a stand-in, and why.
 #[derive(Clone, Debug, PartialEq)]
-pub enum DataChoice {
+pub(crate) enum DataChoice {
     /// The scenario trains on no dataset (a runtime-only or quadratic scenario).
     NoData,
     /// Every dataset's files are in the data folder.
@@ -182,7 +182,7 @@ pub enum DataChoice {
 }
 
 /// Real data if every dataset of the scenario is present under `data_dir`.
-pub fn choose_data(datasets: &[DatasetName], data_dir: &Path, scale: f64) -> DataChoice {
+pub(crate) fn choose_data(datasets: &[DatasetName], data_dir: &Path, scale: f64) -> DataChoice {
     let missing: Vec<PathBuf> = datasets
         .iter()
         .flat_map(|d| presence::missing_files(*d, data_dir))
@@ -232,24 +232,24 @@ impl Entry {
 }
 
 /// What `reproduce` did.
-pub struct Reproduction {
+pub(crate) struct Reproduction {
     /// Path of `REPORT.md` (none for a `--shard` run).
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// The shard folders a `--shard` run wrote.
-    pub shards: Vec<PathBuf>,
+    pub(crate) shards: Vec<PathBuf>,
     /// Figure files written (per scenario and grids).
-    pub figures: Vec<PathBuf>,
+    pub(crate) figures: Vec<PathBuf>,
     /// Scenarios that failed, with their errors.
-    pub failed: Vec<(String, String)>,
+    pub(crate) failed: Vec<(String, String)>,
     /// Seconds from start to report.
-    pub wall_time_seconds: f64,
+    pub(crate) wall_time_seconds: f64,
 }
 
 /// Runs every bundled scenario, draws every figure and writes `REPORT.md`.
 /// A scenario that fails is reported (in the report and in the result) and
 /// the others still run. `progress(name, units)` makes a progress bar for a
 /// scenario; `log` receives one line per step.
-pub fn reproduce(
+pub(crate) fn reproduce(
     opts: &ReproduceOptions,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),

@@ -10,24 +10,24 @@ use anyhow::Result;
 use super::SourceText;
 
 /// Largest scenario file read (bytes); bundled scenarios are a few KiB.
-pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// Most trials per point.
 pub const MAX_TRIALS: usize = 10_000_000;
 /// Most values in one list (a sweep, the worker counts, the series, …).
-pub const MAX_LIST: usize = 10_000;
+pub(crate) const MAX_LIST: usize = 10_000;
 /// Most points (series × swept values) of one scenario.
-pub const MAX_POINTS: usize = 100_000;
+pub(crate) const MAX_POINTS: usize = 100_000;
 /// Most iterations of any run (`max_iterations`, `iterations`, …).
-pub const MAX_ITERATIONS: usize = 1_000_000_000;
+pub(crate) const MAX_ITERATIONS: usize = 1_000_000_000;
 /// Most updates of a runtime measurement (`updates` plus `warmup_updates`).
-pub const MAX_UPDATES: u64 = 1_000_000_000;
+pub(crate) const MAX_UPDATES: u64 = 1_000_000_000;
 /// Most simulated events of one run, expected (gradients, updates): a run
 /// that needs more would not finish in any reasonable time.
-pub const MAX_EVENTS: f64 = 1e10;
+pub(crate) const MAX_EVENTS: f64 = 1e10;
 
 /// Refuses a run of about `events` simulated events above [`MAX_EVENTS`];
 /// `what` explains where the number comes from.
-pub fn events(
+pub(crate) fn events(
     src: &SourceText,
     span: &Range<usize>,
     field: &str,
@@ -49,7 +49,7 @@ pub fn events(
 
 /// A typical draw of a delay: its mean, or for an infinite-mean Pareto its
 /// median (for estimates of how many events a run takes).
-pub fn typical_delay(d: &crate::cluster::Delay) -> f64 {
+pub(crate) fn typical_delay(d: &crate::cluster::Delay) -> f64 {
     let m = d.mean();
     if m.is_finite() {
         return m;
@@ -62,7 +62,7 @@ pub fn typical_delay(d: &crate::cluster::Delay) -> f64 {
 
 /// Longest simulated time and largest delay or time parameter (seconds):
 /// about 31,700 years, far from where sums of simulated times overflow.
-pub const MAX_SECONDS: f64 = 1e12;
+pub(crate) const MAX_SECONDS: f64 = 1e12;
 
 fn at(src: &SourceText, span: &Range<usize>, field: &str, msg: String) -> anyhow::Error {
     if span.end > 0 {
@@ -73,7 +73,7 @@ fn at(src: &SourceText, span: &Range<usize>, field: &str, msg: String) -> anyhow
 }
 
 /// `trials` between 1 and [`MAX_TRIALS`].
-pub fn trials(src: &SourceText, span: Range<usize>, trials: usize) -> Result<usize> {
+pub(crate) fn trials(src: &SourceText, span: Range<usize>, trials: usize) -> Result<usize> {
     if trials == 0 {
         return Err(at(src, &span, "trials", "must be at least 1".into()));
     }
@@ -89,7 +89,12 @@ pub fn trials(src: &SourceText, span: Range<usize>, trials: usize) -> Result<usi
 }
 
 /// A list of at most [`MAX_LIST`] values.
-pub fn list_len(src: &SourceText, span: &Range<usize>, field: &str, len: usize) -> Result<()> {
+pub(crate) fn list_len(
+    src: &SourceText,
+    span: &Range<usize>,
+    field: &str,
+    len: usize,
+) -> Result<()> {
     if len > MAX_LIST {
         return Err(at(
             src,
@@ -102,7 +107,12 @@ pub fn list_len(src: &SourceText, span: &Range<usize>, field: &str, len: usize) 
 }
 
 /// At most [`MAX_POINTS`] points; `count` is computed without expanding them.
-pub fn points(src: &SourceText, span: &Range<usize>, field: &str, count: u128) -> Result<()> {
+pub(crate) fn points(
+    src: &SourceText,
+    span: &Range<usize>,
+    field: &str,
+    count: u128,
+) -> Result<()> {
     if count > MAX_POINTS as u128 {
         return Err(at(
             src,
@@ -117,7 +127,12 @@ pub fn points(src: &SourceText, span: &Range<usize>, field: &str, count: u128) -
 }
 
 /// An iteration count of at most [`MAX_ITERATIONS`].
-pub fn iterations(src: &SourceText, span: &Range<usize>, field: &str, n: usize) -> Result<usize> {
+pub(crate) fn iterations(
+    src: &SourceText,
+    span: &Range<usize>,
+    field: &str,
+    n: usize,
+) -> Result<usize> {
     if n > MAX_ITERATIONS {
         return Err(at(
             src,
@@ -130,7 +145,7 @@ pub fn iterations(src: &SourceText, span: &Range<usize>, field: &str, n: usize) 
 }
 
 /// A time in seconds of at most [`MAX_SECONDS`] (the caller checks sign and finiteness).
-pub fn seconds(src: &SourceText, span: &Range<usize>, field: &str, v: f64) -> Result<f64> {
+pub(crate) fn seconds(src: &SourceText, span: &Range<usize>, field: &str, v: f64) -> Result<f64> {
     if v > MAX_SECONDS {
         return Err(at(
             src,
@@ -144,7 +159,7 @@ pub fn seconds(src: &SourceText, span: &Range<usize>, field: &str, v: f64) -> Re
 
 /// Refuses a list in which a value appears twice (it would give repeated
 /// (series, x) rows).
-pub fn distinct<T: PartialEq + std::fmt::Display>(
+pub(crate) fn distinct<T: PartialEq + std::fmt::Display>(
     src: &SourceText,
     span: &Range<usize>,
     field: &str,
@@ -164,7 +179,7 @@ pub fn distinct<T: PartialEq + std::fmt::Display>(
 }
 
 /// Refuses a list of numbers in which a value appears twice (`-0` and `0` are one value).
-pub fn distinct_f64(
+pub(crate) fn distinct_f64(
     src: &SourceText,
     span: &Range<usize>,
     field: &str,
@@ -184,7 +199,7 @@ pub fn distinct_f64(
 }
 
 /// Number of divisors of `p` (without listing them).
-pub fn divisor_count(p: usize) -> usize {
+pub(crate) fn divisor_count(p: usize) -> usize {
     let mut n = 0;
     let mut d = 1;
     while d * d <= p {

@@ -12,9 +12,9 @@ pub mod faults;
 pub mod limits;
 mod models;
 pub mod perturbation;
-pub mod precision;
-pub mod protocol;
-pub mod recovery;
+pub(crate) mod precision;
+pub(crate) mod protocol;
+pub(crate) mod recovery;
 mod series;
 mod source;
 
@@ -25,10 +25,10 @@ use serde::Serialize;
 
 pub use faults::FaultsScenario;
 pub use perturbation::PerturbationScenario;
-pub use precision::PrecisionScenario;
+pub(crate) use precision::PrecisionScenario;
 pub use protocol::ProtocolScenario;
 pub use recovery::{DataOrderMode, PointConfig, RecoveryScenario, SeriesSpec, Sweep, SweepAxis};
-pub use source::SourceText;
+pub(crate) use source::SourceText;
 
 /// Fields every scenario has.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -36,15 +36,37 @@ pub struct Meta {
     /// Kind of experiment (`recovery`, …).
     pub kind: String,
     /// Short name; also the name of the output folder.
-    pub name: String,
+    pub(crate) name: String,
     /// One-line title for figures and listings.
-    pub title: String,
+    pub(crate) title: String,
     /// The paper figure or panel this scenario reproduces, if any.
-    pub paper: Option<String>,
+    pub(crate) paper: Option<String>,
     /// Trials per point.
-    pub trials: usize,
+    pub(crate) trials: usize,
     /// Seed from which every random stream is derived.
-    pub seed: u64,
+    pub(crate) seed: u64,
+}
+
+impl Meta {
+    /// The common fields of a scenario of `kind`, from its file's `name`,
+    /// `title`, `paper` and `seed` and its validated trial count.
+    pub(crate) fn new(
+        kind: &str,
+        name: &toml::Spanned<String>,
+        title: &str,
+        paper: &Option<String>,
+        trials: usize,
+        seed: u64,
+    ) -> Meta {
+        Meta {
+            kind: kind.into(),
+            name: name.get_ref().clone(),
+            title: title.into(),
+            paper: paper.clone(),
+            trials,
+            seed,
+        }
+    }
 }
 
 /// A validated scenario of any kind.
@@ -64,7 +86,7 @@ pub enum Scenario {
 }
 
 /// The scenario kinds this build understands, with a one-line description.
-pub const KINDS: &[(&str, &str)] = &[
+pub(crate) const KINDS: &[(&str, &str)] = &[
     (
         "recovery",
         "SCAR failure/recovery trials: rework iterations of full vs partial recovery and checkpoint policies",
@@ -141,9 +163,9 @@ impl Scenario {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Origin {
     /// A file path, or `bundled:<name>`.
-    pub label: String,
+    pub(crate) label: String,
     /// The file, when it was read from disk.
-    pub path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
 }
 
 /// The trial count when a scenario file gives none (the papers' 100 trials

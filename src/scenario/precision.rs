@@ -41,30 +41,30 @@ use crate::model::ModelSpec;
 
 /// The reduced-precision runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PrecisionSpec {
+pub(crate) struct PrecisionSpec {
     /// The mantissa widths p to run (significant bits, 1..=53).
-    pub mantissa_bits: Vec<u32>,
+    pub(crate) mantissa_bits: Vec<u32>,
     /// Iterations of each run.
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// The floor is measured over the last `tail` iterations.
-    pub tail: usize,
+    pub(crate) tail: usize,
 }
 
 /// A validated `precision` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PrecisionScenario {
     /// Name, title, paper panel, seed (trials is 1: each run is deterministic).
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// The model (it must have flat parameters).
-    pub model: ModelSpec,
+    pub(crate) model: ModelSpec,
     /// ε, for the iteration cost of reduced precision.
-    pub criterion: CriterionSpec,
+    pub(crate) criterion: CriterionSpec,
     /// Censoring limit of the unperturbed run.
-    pub max_iterations: usize,
+    pub(crate) max_iterations: usize,
     /// How x* and c are estimated.
-    pub theory: TheorySpec,
+    pub(crate) theory: TheorySpec,
     /// The reduced-precision runs.
-    pub precision: PrecisionSpec,
+    pub(crate) precision: PrecisionSpec,
 }
 
 #[derive(Deserialize)]
@@ -91,7 +91,7 @@ struct RawPrecision {
 }
 
 /// Parses and validates a `precision` scenario.
-pub fn parse(src: &SourceText) -> Result<PrecisionScenario> {
+pub(crate) fn parse(src: &SourceText) -> Result<PrecisionScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
@@ -123,14 +123,7 @@ pub fn parse(src: &SourceText) -> Result<PrecisionScenario> {
         ));
     }
     Ok(PrecisionScenario {
-        meta: Meta {
-            kind: "precision".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials: 1,
-            seed: raw.seed,
-        },
+        meta: Meta::new("precision", &raw.name, &raw.title, &raw.paper, 1, raw.seed),
         model,
         criterion,
         max_iterations,

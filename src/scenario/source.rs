@@ -3,21 +3,21 @@
 use std::ops::Range;
 
 /// The text of a scenario file and where it came from.
-pub struct SourceText<'a> {
+pub(crate) struct SourceText<'a> {
     /// The whole file.
-    pub text: &'a str,
+    pub(crate) text: &'a str,
     /// Path or `bundled:<name>`.
-    pub origin: &'a str,
+    pub(crate) origin: &'a str,
 }
 
 impl<'a> SourceText<'a> {
     /// Wraps a file's text.
-    pub fn new(text: &'a str, origin: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str, origin: &'a str) -> Self {
         SourceText { text, origin }
     }
 
     /// 1-based line and column of byte offset `at`.
-    pub fn line_col(&self, at: usize) -> (usize, usize) {
+    pub(crate) fn line_col(&self, at: usize) -> (usize, usize) {
         let before = &self.text[..at.min(self.text.len())];
         let line = before.matches('\n').count() + 1;
         let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -25,7 +25,7 @@ impl<'a> SourceText<'a> {
     }
 
     /// An error about `field`, located at `span`.
-    pub fn error_at(
+    pub(crate) fn error_at(
         &self,
         span: Range<usize>,
         field: &str,
@@ -36,7 +36,7 @@ impl<'a> SourceText<'a> {
     }
 
     /// An error about `field` with no precise location.
-    pub fn error(&self, field: &str, msg: impl std::fmt::Display) -> anyhow::Error {
+    pub(crate) fn error(&self, field: &str, msg: impl std::fmt::Display) -> anyhow::Error {
         anyhow::anyhow!("{}: `{field}`: {msg}", self.origin)
     }
 }

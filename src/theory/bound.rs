@@ -38,7 +38,7 @@ pub struct DeltaT {
 
 impl DeltaT {
     /// An empty sum (Δ_T = 0) for the rate `c` (must be in (0, 1)).
-    pub fn new(rate: f64) -> DeltaT {
+    pub(crate) fn new(rate: f64) -> DeltaT {
         debug_assert!(valid_rate(rate), "rate {rate} outside (0, 1)");
         DeltaT {
             rate,
@@ -48,7 +48,7 @@ impl DeltaT {
 
     /// Adds the term `c^{−ℓ}‖δ_ℓ‖` of a perturbation of norm `norm` injected at
     /// iteration `iteration` = ℓ.
-    pub fn add(&mut self, iteration: usize, norm: f64) {
+    pub(crate) fn add(&mut self, iteration: usize, norm: f64) {
         if norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return;
         }
@@ -66,18 +66,8 @@ impl DeltaT {
     }
 
     /// `Δ_T` (may be `+∞` when it exceeds the `f64` range; the bound is still finite).
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         self.ln_sum.exp()
-    }
-
-    /// `ln Δ_T` (−∞ for no perturbation).
-    pub fn ln_value(&self) -> f64 {
-        self.ln_sum
-    }
-
-    /// The rate `c` this sum discounts with.
-    pub fn rate(&self) -> f64 {
-        self.rate
     }
 
     /// Theorem 1's bound for the perturbations added so far:

@@ -10,14 +10,14 @@
 //!   future work (§6): estimate c and ‖x(0) − x*‖ from the iterates while
 //!   training runs, and predict the cost of a perturbation before it happens.
 
-pub mod bound;
-pub mod precision;
-pub mod predictor;
-pub mod rate;
+pub(crate) mod bound;
+pub(crate) mod precision;
+pub(crate) mod predictor;
+pub(crate) mod rate;
 
 pub use bound::{
     DeltaT, infinite_perturbation_cost_bound, irreducible_error, iteration_cost_bound,
     rounding_perturbation_bound, unperturbed_iterations_bound,
 };
-pub use predictor::{OnlinePredictor, PredictionAccuracy, PredictorTrack, RecoveryPredictor};
-pub use rate::{LogLinearSums, RateFit, fit_geometric_rate, max_ratio_rate};
+pub(crate) use predictor::{PredictionAccuracy, PredictorTrack, RecoveryPredictor};
+pub(crate) use rate::{fit_geometric_rate, max_ratio_rate};

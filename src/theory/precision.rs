@@ -8,7 +8,7 @@
 /// is `f32`), ties to even. Zero, infinities and NaN are returned unchanged;
 /// subnormal inputs are rounded at the same bit positions as the smallest
 /// normal numbers. `mantissa_bits` is clamped to 1..=53.
-pub fn round_to_mantissa(v: f64, mantissa_bits: u32) -> f64 {
+pub(crate) fn round_to_mantissa(v: f64, mantissa_bits: u32) -> f64 {
     let p = mantissa_bits.clamp(1, 53);
     if p == 53 || v == 0.0 || !v.is_finite() {
         return v;
@@ -28,7 +28,7 @@ pub fn round_to_mantissa(v: f64, mantissa_bits: u32) -> f64 {
 
 /// Rounds every value of `values` in place to `mantissa_bits` bits (see
 /// [`round_to_mantissa`]).
-pub fn round_all(values: &mut [f64], mantissa_bits: u32) {
+pub(crate) fn round_all(values: &mut [f64], mantissa_bits: u32) {
     for v in values {
         *v = round_to_mantissa(*v, mantissa_bits);
     }

@@ -30,31 +30,32 @@ use crate::engine::Baseline;
 use crate::model::Model;
 
 /// Fewest step lengths the predictor needs before it predicts.
-pub const MIN_STEPS: usize = 3;
+pub(crate) const MIN_STEPS: usize = 3;
 
 /// The predictor's current estimates of the two unknowns of Theorem 1.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// ĉ: the estimated linear rate.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// r̂0: the estimated ‖x(0) − x*‖.
-    pub initial_distance: f64,
+    pub(crate) initial_distance: f64,
 }
 
 impl Estimate {
     /// Estimated distance to the optimum at iteration k, `r̂0·ĉ^k`.
-    pub fn distance_at(&self, k: usize) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn distance_at(&self, k: usize) -> f64 {
         self.initial_distance * self.rate.powf(k as f64)
     }
 
     /// Theorem 1 with the estimates: the predicted iteration cost of one
     /// perturbation of norm `perturbation_norm` at iteration `iteration`.
-    pub fn predict(&self, perturbation_norm: f64, iteration: usize) -> f64 {
+    pub(crate) fn predict(&self, perturbation_norm: f64, iteration: usize) -> f64 {
         DeltaT::of(self.rate, [(iteration, perturbation_norm)]).bound(self.initial_distance)
     }
 
     /// Theorem 1 with the estimates for several perturbations `(ℓ, ‖δ_ℓ‖)`.
-    pub fn predict_all(&self, perturbations: impl IntoIterator<Item = (usize, f64)>) -> f64 {
+    pub(crate) fn predict_all(&self, perturbations: impl IntoIterator<Item = (usize, f64)>) -> f64 {
         DeltaT::of(self.rate, perturbations).bound(self.initial_distance)
     }
 }
@@ -62,32 +63,27 @@ impl Estimate {
 /// Estimates c and ‖x(0) − x*‖ from the step lengths of a run, one
 /// iteration at a time (constant memory and O(1) work per iteration).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct OnlinePredictor {
+pub(crate) struct OnlinePredictor {
     sums: LogLinearSums,
     observed: usize,
 }
 
 impl OnlinePredictor {
     /// A predictor that has seen nothing.
-    pub fn new() -> OnlinePredictor {
+    pub(crate) fn new() -> OnlinePredictor {
         OnlinePredictor::default()
     }
 
     /// Feeds the next step length `‖x(k+1) − x(k)‖`, where k is the number
     /// of steps observed so far.
-    pub fn observe_step(&mut self, step_norm: f64) {
+    pub(crate) fn observe_step(&mut self, step_norm: f64) {
         self.sums.add(self.observed, step_norm);
         self.observed += 1;
     }
 
-    /// Steps observed so far (the iteration the run stands at).
-    pub fn observed(&self) -> usize {
-        self.observed
-    }
-
     /// The current estimates, once at least [`MIN_STEPS`] positive step
     /// lengths were seen and they shrink (ĉ < 1); `None` before that.
-    pub fn estimate(&self) -> Option<Estimate> {
+    pub(crate) fn estimate(&self) -> Option<Estimate> {
         let fit = self.sums.fit(MIN_STEPS)?;
         if !(fit.rate > 0.0 && fit.rate < 1.0) {
             return None;
@@ -102,7 +98,8 @@ impl OnlinePredictor {
     /// The predicted iteration cost of a perturbation of norm
     /// `perturbation_norm` at iteration `iteration` (see the module docs), or
     /// `None` when there is no estimate yet.
-    pub fn predict(&self, perturbation_norm: f64, iteration: usize) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn predict(&self, perturbation_norm: f64, iteration: usize) -> Option<f64> {
         self.estimate()
             .map(|e| e.predict(perturbation_norm, iteration))
     }
@@ -112,13 +109,13 @@ impl OnlinePredictor {
 /// `estimates[T]` is what it knew after observing x(0), …, x(T), i.e. the
 /// prediction a system would make at a failure at T.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PredictorTrack {
+pub(crate) struct PredictorTrack {
     estimates: Vec<Option<Estimate>>,
 }
 
 impl PredictorTrack {
     /// Feeds the predictor the run `states` (x(0), x(1), …) in order.
-    pub fn from_states<M: Model>(model: &M, states: &[M::State]) -> PredictorTrack {
+    pub(crate) fn from_states<M: Model>(model: &M, states: &[M::State]) -> PredictorTrack {
         let mut p = OnlinePredictor::new();
         let mut estimates = Vec::with_capacity(states.len());
         estimates.push(None);
@@ -131,7 +128,7 @@ impl PredictorTrack {
 
     /// The estimate after observing the run up to iteration `iteration`
     /// (the last one if the run is shorter).
-    pub fn estimate_at(&self, iteration: usize) -> Option<Estimate> {
+    pub(crate) fn estimate_at(&self, iteration: usize) -> Option<Estimate> {
         let i = iteration.min(self.estimates.len().saturating_sub(1));
         self.estimates.get(i).copied().flatten()
     }
@@ -139,7 +136,7 @@ impl PredictorTrack {
     /// The predicted iteration cost of a perturbation of norm
     /// `perturbation_norm` at iteration `iteration`, from the iterates up to
     /// it; NaN when the predictor has no estimate yet.
-    pub fn predict(&self, perturbation_norm: f64, iteration: usize) -> f64 {
+    pub(crate) fn predict(&self, perturbation_norm: f64, iteration: usize) -> f64 {
         self.estimate_at(iteration)
             .map_or(f64::NAN, |e| e.predict(perturbation_norm, iteration))
     }
@@ -148,13 +145,13 @@ impl PredictorTrack {
 /// Predictions for the trials of a recovery scenario: one track per
 /// unperturbed run (one run shared by all trials, or one per trial index).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecoveryPredictor {
+pub(crate) struct RecoveryPredictor {
     tracks: Vec<PredictorTrack>,
 }
 
 impl RecoveryPredictor {
     /// Feeds the predictor every unperturbed run.
-    pub fn new<M: Model>(model: &M, baselines: &[Baseline<M::State>]) -> RecoveryPredictor {
+    pub(crate) fn new<M: Model>(model: &M, baselines: &[Baseline<M::State>]) -> RecoveryPredictor {
         RecoveryPredictor {
             tracks: baselines
                 .iter()
@@ -167,7 +164,12 @@ impl RecoveryPredictor {
     /// iteration `failure_iteration` is recovered with a perturbation of norm
     /// `perturbation_norm`; NaN (an empty CSV cell) when the run so far is too
     /// short to estimate from.
-    pub fn predict(&self, trial: usize, perturbation_norm: f64, failure_iteration: usize) -> f64 {
+    pub(crate) fn predict(
+        &self,
+        trial: usize,
+        perturbation_norm: f64,
+        failure_iteration: usize,
+    ) -> f64 {
         let track = if self.tracks.len() == 1 {
             self.tracks.first()
         } else {
@@ -181,20 +183,20 @@ impl RecoveryPredictor {
 
 /// How well predictions matched outcomes.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PredictionAccuracy {
+pub(crate) struct PredictionAccuracy {
     /// Trials with a prediction.
-    pub predicted: usize,
+    pub(crate) predicted: usize,
     /// Fraction of those whose outcome was at most the prediction.
-    pub bounded_fraction: f64,
+    pub(crate) bounded_fraction: f64,
     /// Median of outcome / prediction over trials with a positive prediction.
-    pub median_ratio: f64,
+    pub(crate) median_ratio: f64,
     /// Largest outcome / prediction over trials with a positive prediction.
-    pub max_ratio: f64,
+    pub(crate) max_ratio: f64,
 }
 
 impl PredictionAccuracy {
     /// Compares `(outcome, prediction)` pairs; NaN predictions are skipped.
-    pub fn of(pairs: impl IntoIterator<Item = (f64, f64)>) -> PredictionAccuracy {
+    pub(crate) fn of(pairs: impl IntoIterator<Item = (f64, f64)>) -> PredictionAccuracy {
         let mut predicted = 0usize;
         let mut bounded = 0usize;
         let mut ratios = Vec::new();

@@ -14,7 +14,7 @@
 /// a time (constant memory, so an online estimator can update it every
 /// iteration).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LogLinearSums {
+pub(crate) struct LogLinearSums {
     n: f64,
     sum_k: f64,
     sum_kk: f64,
@@ -24,23 +24,23 @@ pub struct LogLinearSums {
 
 /// A fitted geometric decay `d_k ≈ initial · rate^k`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RateFit {
+pub(crate) struct RateFit {
     /// c = e^slope.
-    pub rate: f64,
+    pub(crate) rate: f64,
     /// e^intercept: the fitted value at k = 0.
-    pub initial: f64,
+    pub(crate) initial: f64,
     /// Points used (positive, finite values).
-    pub points: usize,
+    pub(crate) points: usize,
 }
 
 impl LogLinearSums {
     /// No points yet.
-    pub fn new() -> LogLinearSums {
+    pub(crate) fn new() -> LogLinearSums {
         LogLinearSums::default()
     }
 
     /// Adds the point `(k, d)`; values that are not positive and finite are skipped.
-    pub fn add(&mut self, k: usize, d: f64) {
+    pub(crate) fn add(&mut self, k: usize, d: f64) {
         if !(d > 0.0 && d.is_finite()) {
             return;
         }
@@ -53,13 +53,13 @@ impl LogLinearSums {
     }
 
     /// Number of points added.
-    pub fn points(&self) -> usize {
+    pub(crate) fn points(&self) -> usize {
         self.n as usize
     }
 
     /// The least-squares fit, if at least `min_points` points at two or more
     /// distinct `k` were added.
-    pub fn fit(&self, min_points: usize) -> Option<RateFit> {
+    pub(crate) fn fit(&self, min_points: usize) -> Option<RateFit> {
         if self.points() < min_points.max(2) {
             return None;
         }
@@ -80,7 +80,7 @@ impl LogLinearSums {
 /// Least-squares geometric fit of `values[k] ≈ initial · rate^k` (on
 /// `ln values[k]`, skipping values that are not positive and finite).
 /// `None` with fewer than two usable points.
-pub fn fit_geometric_rate(values: &[f64]) -> Option<RateFit> {
+pub(crate) fn fit_geometric_rate(values: &[f64]) -> Option<RateFit> {
     let mut s = LogLinearSums::new();
     for (k, &d) in values.iter().enumerate() {
         s.add(k, d);
@@ -91,7 +91,7 @@ pub fn fit_geometric_rate(values: &[f64]) -> Option<RateFit> {
 /// `max_k values[k+1] / values[k]` over consecutive positive values: the
 /// smallest `c` with `values[k+1] ≤ c·values[k]` for every k. `None` with
 /// fewer than two positive values.
-pub fn max_ratio_rate(values: &[f64]) -> Option<f64> {
+pub(crate) fn max_ratio_rate(values: &[f64]) -> Option<f64> {
     values
         .windows(2)
         .filter(|w| w[0] > 0.0 && w[0].is_finite() && w[1].is_finite())

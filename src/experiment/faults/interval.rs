@@ -40,7 +40,7 @@ impl PoissonTimes {
 }
 
 /// τ of factor `f` at MTBF `m`: f × Daly's higher-order optimum.
-pub fn interval_tau(cfg: &IntervalConfig, m: f64, f: f64) -> f64 {
+pub(crate) fn interval_tau(cfg: &IntervalConfig, m: f64, f: f64) -> f64 {
     f * daly::daly_interval(cfg.checkpoint_time, m)
 }
 
@@ -190,7 +190,7 @@ pub(super) fn interval_tables(
 }
 
 /// `600` → `10 min`, `86400` → `1 day`, for legends.
-pub fn fmt_duration(s: f64) -> String {
+pub(crate) fn fmt_duration(s: f64) -> String {
     if s >= 86_400.0 && (s / 86_400.0).fract() == 0.0 {
         let d = s / 86_400.0;
         format!("{d} day{}", if d == 1.0 { "" } else { "s" })

@@ -33,12 +33,11 @@ mod iterations;
 mod wallclock;
 
 use interval::{IntervalTrial, interval_tables, interval_trial};
-pub use interval::{fmt_duration, interval_tau};
 use iterations::{IterationsContext, IterationsVisitor, iterations_tables};
 use wallclock::{ModelContext, WallclockVisitor, wallclock_tables};
 
 /// Columns of a wall-clock scenario's `summary.csv`.
-pub const WALLCLOCK_SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const WALLCLOCK_SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "strategy",
@@ -86,7 +85,7 @@ pub const WALLCLOCK_SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `curves.csv`.
-pub const CURVE_COLUMNS: &[&str] = &[
+pub(crate) const CURVE_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "strategy",
@@ -103,7 +102,7 @@ pub const CURVE_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `incidents.csv`.
-pub const INCIDENT_COLUMNS: &[&str] = &[
+pub(crate) const INCIDENT_COLUMNS: &[&str] = &[
     "series",
     "workers",
     "trial",
@@ -116,7 +115,7 @@ pub const INCIDENT_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of an iterations scenario's `summary.csv`.
-pub const ITERATIONS_SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const ITERATIONS_SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "recovery",
@@ -150,7 +149,7 @@ pub const ITERATIONS_SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `comparison.csv`.
-pub const COMPARISON_COLUMNS: &[&str] = &[
+pub(crate) const COMPARISON_COLUMNS: &[&str] = &[
     "series",
     "reference",
     "quantity",
@@ -162,7 +161,7 @@ pub const COMPARISON_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of an interval scenario's `summary.csv`.
-pub const INTERVAL_SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const INTERVAL_SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "mtbf",
@@ -185,7 +184,7 @@ pub const INTERVAL_SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `optimum.csv`.
-pub const OPTIMUM_COLUMNS: &[&str] = &[
+pub(crate) const OPTIMUM_COLUMNS: &[&str] = &[
     "mtbf",
     "checkpoint_time",
     "restart_time",
@@ -306,7 +305,7 @@ impl Experiment for FaultsScenario {
 }
 
 /// Readable unit names, in unit order.
-pub fn unit_names(sc: &FaultsScenario) -> Vec<String> {
+pub(crate) fn unit_names(sc: &FaultsScenario) -> Vec<String> {
     let trials = sc.meta.trials;
     let labels: Vec<String> = match &sc.measure {
         FaultsMeasure::Wallclock(w) => w
@@ -334,7 +333,7 @@ pub fn unit_names(sc: &FaultsScenario) -> Vec<String> {
 }
 
 /// Relative unit costs (for shards): workers × horizon for wall-clock units.
-pub fn unit_costs(sc: &FaultsScenario) -> Vec<f64> {
+pub(crate) fn unit_costs(sc: &FaultsScenario) -> Vec<f64> {
     let trials = sc.meta.trials;
     match &sc.measure {
         FaultsMeasure::Wallclock(w) => w

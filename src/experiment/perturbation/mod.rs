@@ -56,7 +56,7 @@ use trial::{Ctx, first_perturbation};
 /// - `rate` (c), `initial_distance` (‖x(0) − x*‖): the values in `bound`.
 /// - `predicted_cost`: the online predictor's bound, from the unperturbed
 ///   iterates up to the first perturbation only (ĉ, r̂0 from step lengths).
-pub const TRIAL_COLUMNS: &[&str] = &[
+pub(crate) const TRIAL_COLUMNS: &[&str] = &[
     "series",
     "trial",
     "perturbation",
@@ -95,7 +95,7 @@ pub const TRIAL_COLUMNS: &[&str] = &[
 ///   the reference quantities (see `experiment::reference`;
 ///   `optimum_iterations` is empty when x* is the model's known optimum).
 /// - `model, dataset, data`.
-pub const SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "perturbation",
@@ -136,7 +136,7 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
 /// run: `iteration, metric, distance_to_optimum` (‖x(k) − x*‖),
 /// `step_norm` (‖x(k+1) − x(k)‖), and the online predictor's estimates after
 /// seeing x(0..=k): `predicted_rate` (ĉ), `predicted_initial_distance` (r̂0).
-pub const BASELINE_COLUMNS: &[&str] = &[
+pub(crate) const BASELINE_COLUMNS: &[&str] = &[
     "iteration",
     "metric",
     "distance_to_optimum",
@@ -185,7 +185,7 @@ impl Experiment for PerturbationScenario {
 }
 
 /// The units of a scenario in output order: (series index, trial).
-pub fn units(scenario: &PerturbationScenario) -> Vec<(usize, usize)> {
+pub(crate) fn units(scenario: &PerturbationScenario) -> Vec<(usize, usize)> {
     let trials = scenario.meta.trials;
     (0..scenario.series.len())
         .flat_map(|s| (0..trials).map(move |t| (s, t)))
@@ -193,7 +193,7 @@ pub fn units(scenario: &PerturbationScenario) -> Vec<(usize, usize)> {
 }
 
 /// A readable name for every unit: `series=<s>,trial=<t>`.
-pub fn unit_names(scenario: &PerturbationScenario) -> Vec<String> {
+pub(crate) fn unit_names(scenario: &PerturbationScenario) -> Vec<String> {
     units(scenario)
         .into_iter()
         .map(|(s, t)| format!("series={},trial={t}", scenario.series[s].name))
@@ -203,33 +203,33 @@ pub fn unit_names(scenario: &PerturbationScenario) -> Vec<String> {
 /// Relative expected cost of every unit before the unperturbed run is
 /// known (all equal; `run_raw` balances shards by the iterations from each
 /// series' first perturbation to convergence instead).
-pub fn unit_costs(scenario: &PerturbationScenario) -> Vec<f64> {
+pub(crate) fn unit_costs(scenario: &PerturbationScenario) -> Vec<f64> {
     vec![1.0; units(scenario).len()]
 }
 
 /// Facts shared by all units of a run: the reference quantities, the
 /// unperturbed run and the online predictor's estimates along it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PerturbationContext {
+pub(crate) struct PerturbationContext {
     /// c, ‖x(0) − x*‖, ε, B, … (see `experiment::reference`).
-    pub reference: ReferenceFacts,
+    pub(crate) reference: ReferenceFacts,
     /// Metric of x(k), k = 0..=B.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub baseline_metrics: Vec<f64>,
+    pub(crate) baseline_metrics: Vec<f64>,
     /// ‖x(k) − x*‖, k = 0..=B.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub distances: Vec<f64>,
+    pub(crate) distances: Vec<f64>,
     /// ‖x(k+1) − x(k)‖, k = 0..B.
     #[serde(with = "crate::report::json_f64::vec")]
-    pub step_norms: Vec<f64>,
+    pub(crate) step_norms: Vec<f64>,
     /// The online predictor fed the unperturbed run.
-    pub predictor: PredictorTrack,
+    pub(crate) predictor: PredictorTrack,
     /// The dataset.
-    pub dataset: DatasetName,
+    pub(crate) dataset: DatasetName,
     /// Real files or stand-in.
-    pub provenance: Provenance,
+    pub(crate) provenance: Provenance,
     /// Examples used relative to the real dataset.
-    pub size_ratio: f64,
+    pub(crate) size_ratio: f64,
 }
 
 /// Runs the units of `scenario` that `driver` assigns to this run.
@@ -260,16 +260,16 @@ struct Visitor<'a> {
 
 /// What one trial did (the record of a unit).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrialResult {
+pub(crate) struct TrialResult {
     /// (ℓ, ‖δ_ℓ‖) of every perturbation.
-    pub perturbations: Vec<(usize, f64)>,
+    pub(crate) perturbations: Vec<(usize, f64)>,
     /// Fraction of blocks reset by the first perturbation (NaN if not a reset).
     #[serde(with = "crate::report::json_f64")]
-    pub reset_fraction: f64,
+    pub(crate) reset_fraction: f64,
     /// K (capped at max_iterations).
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Whether the run met ε within max_iterations.
-    pub converged: bool,
+    pub(crate) converged: bool,
 }
 
 /// Per-worker buffers (no allocation per iteration).
@@ -419,7 +419,7 @@ const JOURNAL_CHUNK: usize = 8;
 
 impl PerturbationContext {
     /// The context of a run with reference quantities `reference` on `data`.
-    pub fn new<M: Model>(
+    pub(crate) fn new<M: Model>(
         model: &M,
         reference: &Reference<M::State>,
         data: &DataUsed,

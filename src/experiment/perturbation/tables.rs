@@ -48,7 +48,7 @@ pub(super) fn derive(
 }
 
 /// Builds the output tables from the records of every unit.
-pub fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outcome> {
+pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outcome> {
     let ctx: PerturbationContext = serde_json::from_value(raw.context.clone())
         .context("malformed perturbation context (was it written by another version?)")?;
     let units = units(sc);

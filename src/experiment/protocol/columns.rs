@@ -1,7 +1,7 @@
 //! Column names of the `protocol` kind's CSV files (documented in docs/PROTOCOLS.md).
 
 /// Columns of a runtime scenario's `summary.csv`.
-pub const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
+pub(crate) const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "protocol",
@@ -34,7 +34,7 @@ pub const RUNTIME_SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of a runtime scenario's `trials.csv`.
-pub const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
+pub(crate) const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
     "series",
     "protocol",
     "workers",
@@ -49,7 +49,7 @@ pub const RUNTIME_TRIAL_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `ratios.csv` (runtime scenarios).
-pub const RATIO_COLUMNS: &[&str] = &[
+pub(crate) const RATIO_COLUMNS: &[&str] = &[
     "scenario",
     "workers",
     "k",
@@ -105,7 +105,7 @@ pub const TRAINING_SUMMARY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `loss_vs_time.csv`.
-pub const CURVE_COLUMNS: &[&str] = &[
+pub(crate) const CURVE_COLUMNS: &[&str] = &[
     "scenario",
     "series",
     "protocol",
@@ -121,7 +121,7 @@ pub const CURVE_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of a training scenario's `trials.csv`.
-pub const TRAINING_TRIAL_COLUMNS: &[&str] = &[
+pub(crate) const TRAINING_TRIAL_COLUMNS: &[&str] = &[
     "series",
     "protocol",
     "workers",
@@ -140,7 +140,7 @@ pub const TRAINING_TRIAL_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `updates.csv`.
-pub const UPDATE_COLUMNS: &[&str] = &[
+pub(crate) const UPDATE_COLUMNS: &[&str] = &[
     "series",
     "workers",
     "k",
@@ -158,7 +158,7 @@ pub const UPDATE_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of `staleness.csv`.
-pub const STALENESS_COLUMNS: &[&str] = &[
+pub(crate) const STALENESS_COLUMNS: &[&str] = &[
     "series",
     "workers",
     "k",
@@ -170,7 +170,7 @@ pub const STALENESS_COLUMNS: &[&str] = &[
 
 /// Columns of `k_switches.csv` (series with a `k_rule` only): per trial, K
 /// at time 0 (`switch` = 0, empty `k_from`) and every change the rule made.
-pub const SWITCH_COLUMNS: &[&str] = &[
+pub(crate) const SWITCH_COLUMNS: &[&str] = &[
     "series",
     "protocol",
     "workers",

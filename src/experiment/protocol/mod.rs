@@ -126,7 +126,7 @@ impl Experiment for ProtocolScenario {
 }
 
 /// A readable name for every unit: `series=<label>,P=<p>,K=<k>,trial=<t>`.
-pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
+pub(crate) fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
     let trials = scenario.meta.trials;
     scenario
         .points()
@@ -146,7 +146,7 @@ pub fn unit_names(scenario: &ProtocolScenario) -> Vec<String> {
 
 /// Expected cost of every unit, for balancing shards: proportional to the
 /// number of workers simulated.
-pub fn unit_costs(scenario: &ProtocolScenario) -> Vec<f64> {
+pub(crate) fn unit_costs(scenario: &ProtocolScenario) -> Vec<f64> {
     let points = scenario.points();
     units(scenario)
         .iter()

@@ -6,12 +6,12 @@ use crate::report::{Table, fmt_f64};
 use crate::scenario::protocol::{Point, ProtocolScenario};
 
 /// File name of the table.
-pub const SWITCHES_CSV: &str = "k_switches.csv";
+pub(crate) const SWITCHES_CSV: &str = "k_switches.csv";
 
 /// One row per (rule point, trial, switch), switch 0 being K at time 0;
 /// `None` when no point has a rule (the file is then not written).
 /// `switches[pi][t]` are the switches of trial t of point pi.
-pub fn switch_table(
+pub(crate) fn switch_table(
     sc: &ProtocolScenario,
     points: &[Point],
     switches: &[Vec<&[Switch]>],

@@ -133,7 +133,7 @@ pub struct PsRun {
     pub grid_loss: Vec<f64>,
     /// Accuracy at every grid time (NaN if the model has none).
     #[serde(with = "crate::report::json_f64::vec")]
-    pub grid_accuracy: Vec<f64>,
+    pub(crate) grid_accuracy: Vec<f64>,
     /// Gradients applied to the PS parameters (including queued ones).
     pub applied: u64,
     /// Gradients computed and thrown away.

@@ -54,15 +54,15 @@ pub enum RestoreFrom {
 
 impl RestoreFrom {
     /// Every value, in the order error messages list them.
-    pub const ALL: [RestoreFrom; 2] = [RestoreFrom::Checkpoint, RestoreFrom::Workers];
+    pub(crate) const ALL: [RestoreFrom; 2] = [RestoreFrom::Checkpoint, RestoreFrom::Workers];
 
     /// The value a scenario names `name`, if any.
-    pub fn parse(name: &str) -> Option<RestoreFrom> {
+    pub(crate) fn parse(name: &str) -> Option<RestoreFrom> {
         RestoreFrom::ALL.into_iter().find(|v| v.name() == name)
     }
 
     /// The name used in scenarios.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RestoreFrom::Checkpoint => "checkpoint",
             RestoreFrom::Workers => "workers",
@@ -86,15 +86,15 @@ pub enum Replication {
 
 impl Replication {
     /// Every value, in the order error messages list them.
-    pub const ALL: [Replication; 2] = [Replication::EveryUpdate, Replication::Checkpoint];
+    pub(crate) const ALL: [Replication; 2] = [Replication::EveryUpdate, Replication::Checkpoint];
 
     /// The value a scenario names `name`, if any.
-    pub fn parse(name: &str) -> Option<Replication> {
+    pub(crate) fn parse(name: &str) -> Option<Replication> {
         Replication::ALL.into_iter().find(|v| v.name() == name)
     }
 
     /// The name used in scenarios.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Replication::EveryUpdate => "every-update",
             Replication::Checkpoint => "checkpoint",
@@ -104,7 +104,7 @@ impl Replication {
 
 impl Strategy {
     /// The name used in scenarios and CSV files.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Strategy::CheckpointRestart => "checkpoint-restart",
             Strategy::Scar { .. } => "scar",
@@ -114,7 +114,7 @@ impl Strategy {
     }
 
     /// Physical nodes per shard.
-    pub fn chain(&self) -> usize {
+    pub(crate) fn chain(&self) -> usize {
         match self {
             Strategy::ChainReplication { chain, .. } => *chain,
             _ => 1,
@@ -153,7 +153,7 @@ impl Strategy {
     }
 
     /// Fraction of the blocks one checkpoint saves.
-    pub fn checkpoint_fraction(&self) -> f64 {
+    pub(crate) fn checkpoint_fraction(&self) -> f64 {
         match self {
             Strategy::Scar { fraction } => *fraction,
             _ => 1.0,

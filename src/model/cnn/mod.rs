@@ -61,9 +61,9 @@
 //!   Either way the metric is a deterministic function of the state, as the
 //!   engine requires.
 
-pub mod layers;
-pub mod net;
-pub mod vector;
+pub(crate) mod layers;
+pub(crate) mod net;
+pub(crate) mod vector;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -79,7 +79,7 @@ use crate::rng::{Purpose, stream};
 use net::{Arch, Net};
 
 /// Raw pixel intensities (0..=255) are multiplied by this: inputs in [0, 1].
-pub const PIXEL_SCALE: f32 = 1.0 / 255.0;
+pub(crate) const PIXEL_SCALE: f32 = 1.0 / 255.0;
 
 /// How many images ahead of the one being copied the minibatch gather
 /// prefetches (the rows are scattered over the dataset, mostly out of cache).
@@ -102,7 +102,7 @@ fn prefetch(row: &[f32]) {
 }
 
 /// Sub-stream (`a`) of `Purpose::Other` that picks the evaluation subset.
-pub const EVAL_SUBSET_STREAM: u64 = 0x00C0_FFEE_0CAA;
+pub(crate) const EVAL_SUBSET_STREAM: u64 = 0x00C0_FFEE_0CAA;
 
 /// How the parameters are split into blocks (SCAR §5.1, Appendix D).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,17 +153,17 @@ pub enum CnnMetric {
 
 /// One block: a contiguous range of the flat parameter vector.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Block {
+pub(crate) struct Block {
     /// Index of the tensor in [`Arch::tensors`].
-    pub tensor: usize,
+    pub(crate) tensor: usize,
     /// Rows (first-dimension indices) of the tensor it covers.
-    pub rows: Range<usize>,
+    pub(crate) rows: Range<usize>,
     /// Its range in the flat parameter vector.
-    pub range: Range<usize>,
+    pub(crate) range: Range<usize>,
 }
 
 /// The blocks of `arch` under `partitioning`, tensor by tensor.
-pub fn blocks_of(arch: &Arch, partitioning: Partitioning) -> Vec<Block> {
+pub(crate) fn blocks_of(arch: &Arch, partitioning: Partitioning) -> Vec<Block> {
     let mut out = Vec::new();
     for (ti, t) in arch.tensors.iter().enumerate() {
         let shards = match partitioning {
@@ -197,19 +197,19 @@ pub struct Cnn {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CnnState {
     /// All parameters, tensor after tensor (layout in [`Arch::tensors`]).
-    pub w: Vec<f32>,
+    pub(crate) w: Vec<f32>,
     /// Adam first moments, same layout.
-    pub m: Vec<f32>,
+    pub(crate) m: Vec<f32>,
     /// Adam second moments, same layout.
-    pub v: Vec<f32>,
+    pub(crate) v: Vec<f32>,
     /// Adam step counter t of each block.
-    pub steps: Vec<u32>,
+    pub(crate) steps: Vec<u32>,
     /// Running-mean metric: the last W minibatch losses (a ring; empty for
     /// the subset metric). Run state, not part of any block: a failure does
     /// not lose it and recovery does not restore it.
-    pub losses: Vec<f64>,
+    pub(crate) losses: Vec<f64>,
     /// Where the next minibatch loss goes in `losses`.
-    pub next_loss: usize,
+    pub(crate) next_loss: usize,
 }
 
 /// Buffers reused across iterations of one run.
@@ -276,17 +276,19 @@ impl Cnn {
     }
 
     /// The dataset this model trains on.
-    pub fn data(&self) -> &Classification {
+    #[cfg(test)]
+    pub(crate) fn data(&self) -> &Classification {
         &self.data
     }
 
     /// The network's shapes.
-    pub fn arch(&self) -> &Arch {
+    pub(crate) fn arch(&self) -> &Arch {
         &self.arch
     }
 
     /// The blocks, in block-index order.
-    pub fn blocks(&self) -> &[Block] {
+    #[cfg(test)]
+    pub(crate) fn blocks(&self) -> &[Block] {
         &self.blocks
     }
 
@@ -301,14 +303,9 @@ impl Cnn {
     }
 
     /// Minibatches per epoch (examples past the last full batch are skipped in that epoch).
-    pub fn batches_per_epoch(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn batches_per_epoch(&self) -> usize {
         (self.data.rows / self.batch).max(1)
-    }
-
-    /// Bytes of one state (parameters, both moments, step counters): what
-    /// every snapshot of the unperturbed run costs.
-    pub fn state_bytes(&self) -> usize {
-        3 * 4 * self.arch.parameters() + 4 * self.blocks.len()
     }
 
     /// Makes `perm` the row order of the epoch holding iteration `ctx.iteration`
@@ -323,7 +320,8 @@ impl Cnn {
     }
 
     /// The example indices of minibatch `ctx.iteration` of run `ctx.run_seed`.
-    pub fn batch_rows<'w>(&self, ctx: IterCtx, ws: &'w mut CnnWorkspace) -> &'w [u32] {
+    #[cfg(test)]
+    pub(crate) fn batch_rows<'w>(&self, ctx: IterCtx, ws: &'w mut CnnWorkspace) -> &'w [u32] {
         let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
         &ws.perm[range]
     }
@@ -358,7 +356,7 @@ impl Cnn {
     /// cross-entropy. This is what a worker of the wall-clock protocol
     /// simulations computes on the parameters it pulled
     /// ([`crate::model::cnn_gradient`]).
-    pub fn minibatch_gradient(
+    pub(crate) fn minibatch_gradient(
         &self,
         w: &[f32],
         ctx: IterCtx,
@@ -373,7 +371,7 @@ impl Cnn {
     /// Mean cross-entropy of parameters `w` over the fixed evaluation subset
     /// of the `subset` metric (NaN with the running-mean metric, which has
     /// no subset).
-    pub fn subset_loss(&self, w: &[f32], ws: &mut CnnWorkspace) -> f64 {
+    pub(crate) fn subset_loss(&self, w: &[f32], ws: &mut CnnWorkspace) -> f64 {
         let cap = ws.net.capacity();
         let f = self.data.features;
         let mut total = 0.0;
@@ -386,7 +384,7 @@ impl Cnn {
 
     /// [`Cnn::subset_loss`] and the classification accuracy over the same
     /// subset, from one forward pass.
-    pub fn subset_loss_and_accuracy(&self, w: &[f32], ws: &mut CnnWorkspace) -> (f64, f64) {
+    pub(crate) fn subset_loss_and_accuracy(&self, w: &[f32], ws: &mut CnnWorkspace) -> (f64, f64) {
         let cap = ws.net.capacity();
         let f = self.data.features;
         let (mut total, mut correct) = (0.0, 0);

@@ -32,75 +32,71 @@ use super::vector::{Portable, Vector};
 use crate::simd::{self, Level};
 
 /// Input side the network is built for (MNIST).
-pub const SIDE: usize = 28;
+pub(crate) const SIDE: usize = 28;
 /// Output side of conv1 (`SIDE − KERNEL + 1`).
-pub const CONV1_OUT: usize = SIDE - KERNEL + 1;
+pub(crate) const CONV1_OUT: usize = SIDE - KERNEL + 1;
 
 /// Kernel side of both convolutions.
-pub const KERNEL: usize = 5;
+pub(crate) const KERNEL: usize = 5;
 /// Output channels of conv1.
-pub const CONV1_CHANNELS: usize = 6;
+pub(crate) const CONV1_CHANNELS: usize = 6;
 /// Output channels of conv2.
-pub const CONV2_CHANNELS: usize = 16;
+pub(crate) const CONV2_CHANNELS: usize = 16;
 /// Width of fc1.
-pub const FC1_UNITS: usize = 120;
+pub(crate) const FC1_UNITS: usize = 120;
 /// Width of fc2.
-pub const FC2_UNITS: usize = 84;
+pub(crate) const FC2_UNITS: usize = 84;
 
 /// One parameter tensor: its name, shape and place in the flat vector.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tensor {
+pub(crate) struct Tensor {
     /// e.g. `conv1.weight`, `fc3.bias`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Size of the first dimension (output channels or units).
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Values per row (product of the other dimensions; 1 for a bias).
-    pub row_len: usize,
+    pub(crate) row_len: usize,
     /// Fan-in of the layer the tensor belongs to (for initialisation).
-    pub fan_in: usize,
+    pub(crate) fan_in: usize,
     /// Offset in the flat parameter vector.
-    pub offset: usize,
+    pub(crate) offset: usize,
 }
 
 impl Tensor {
     /// Number of values.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows * self.row_len
     }
-    /// Whether the tensor is empty (never, for this architecture).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
     /// Its range in the flat parameter vector.
-    pub fn range(&self) -> Range<usize> {
+    pub(crate) fn range(&self) -> Range<usize> {
         self.offset..self.offset + self.len()
     }
 }
 
 /// The shapes of the network for a given input side and class count.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Arch {
+pub(crate) struct Arch {
     /// Input side (28 for MNIST).
-    pub side: usize,
+    pub(crate) side: usize,
     /// Number of classes.
-    pub classes: usize,
+    pub(crate) classes: usize,
     /// conv1.
-    pub conv1: ConvShape,
+    pub(crate) conv1: ConvShape,
     /// conv2.
-    pub conv2: ConvShape,
+    pub(crate) conv2: ConvShape,
     /// Side after the second pooling.
-    pub pool2_side: usize,
+    pub(crate) pool2_side: usize,
     /// Inputs of fc1 (`pool2_side² · 16`).
-    pub flat: usize,
+    pub(crate) flat: usize,
     /// The ten tensors in order: conv1.w, conv1.b, conv2.w, conv2.b, fc1.w, …, fc3.b.
-    pub tensors: Vec<Tensor>,
+    pub(crate) tensors: Vec<Tensor>,
 }
 
 impl Arch {
     /// The architecture for `side × side` single-channel images and `classes`
     /// classes; `None` unless `side` is [`SIDE`] (28, MNIST) and there are
     /// at least two classes.
-    pub fn new(side: usize, classes: usize) -> Option<Arch> {
+    pub(crate) fn new(side: usize, classes: usize) -> Option<Arch> {
         if side != SIDE || classes < 2 {
             return None;
         }
@@ -158,14 +154,14 @@ impl Arch {
     }
 
     /// Total number of parameters.
-    pub fn parameters(&self) -> usize {
+    pub(crate) fn parameters(&self) -> usize {
         self.tensors.last().map_or(0, |t| t.offset + t.len())
     }
 
     /// Nominal floating-point operations of the forward pass per image (a
     /// multiply-add counts two): both convolutions over every output and the
     /// three fully connected layers.
-    pub fn forward_flops(&self) -> f64 {
+    pub(crate) fn forward_flops(&self) -> f64 {
         let (c1, c2) = (self.conv1, self.conv2);
         let macs = c1.out_len() * c1.taps()
             + c2.out_len() * c2.taps()
@@ -181,7 +177,7 @@ impl Arch {
     /// product), and the convolutions' sparse backward passes (one kernel's
     /// taps per pooled output: weight gradients of both, conv2's input
     /// gradient).
-    pub fn train_flops(&self) -> f64 {
+    pub(crate) fn train_flops(&self) -> f64 {
         let (c1, c2) = (self.conv1, self.conv2);
         let fc = self.flat * FC1_UNITS + FC1_UNITS * FC2_UNITS + FC2_UNITS * self.classes;
         let pooled1 = c2.in_len();
@@ -192,12 +188,12 @@ impl Arch {
     /// Nominal floating-point operations of one Adam update of every
     /// parameter (about ten per parameter, a square root and a division
     /// among them).
-    pub fn adam_flops(&self) -> f64 {
+    pub(crate) fn adam_flops(&self) -> f64 {
         10.0 * self.parameters() as f64
     }
 
     /// Input values per image.
-    pub fn input_len(&self) -> usize {
+    pub(crate) fn input_len(&self) -> usize {
         self.side * self.side
     }
 
@@ -217,14 +213,14 @@ const H1S: usize = FC1_UNITS.div_ceil(LANES) * LANES;
 const H2S: usize = FC2_UNITS.div_ceil(LANES) * LANES;
 
 /// Activation and gradient buffers for batches of up to `capacity` images.
-pub struct Net<T> {
+pub(crate) struct Net<T> {
     arch: Arch,
     capacity: usize,
     /// Images per transposed row: `capacity` rounded up to [`LANES`].
     ld: usize,
     /// Input images, planar (`capacity × side²`, then [`LANES`] values of
     /// padding); the caller fills it.
-    pub input: Vec<T>,
+    pub(crate) input: Vec<T>,
     xs: Vec<T>,
     p1: Vec<T>,
     arg1: Vec<Codes>,
@@ -251,7 +247,7 @@ pub struct Net<T> {
 
 impl<T: Scalar> Net<T> {
     /// Buffers for batches of up to `capacity` images.
-    pub fn new(arch: &Arch, capacity: usize) -> Net<T> {
+    pub(crate) fn new(arch: &Arch, capacity: usize) -> Net<T> {
         let n = capacity.max(1);
         let ld = n.div_ceil(LANES) * LANES;
         let z = T::zero();
@@ -288,24 +284,18 @@ impl<T: Scalar> Net<T> {
     }
 
     /// The largest batch these buffers hold.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// Logits of image `i` of the last forward pass (`classes` values).
-    pub fn logits_of(&self, i: usize) -> Vec<T> {
-        (0..self.arch.classes)
-            .map(|c| self.zt[c * self.ld + i])
-            .collect()
-    }
-
     /// Forward pass of the first `n` images in `input` under parameters `w`.
-    pub fn forward(&mut self, w: &[T], n: usize) {
+    #[cfg(test)]
+    pub(crate) fn forward(&mut self, w: &[T], n: usize) {
         T::forward_at(simd::level(), self, w, None, n);
     }
 
     /// Forward pass of the first `n` images of `x` (planar, like `input`).
-    pub fn forward_from(&mut self, w: &[T], x: &[T], n: usize) {
+    pub(crate) fn forward_from(&mut self, w: &[T], x: &[T], n: usize) {
         T::forward_at(simd::level(), self, w, Some(x), n);
     }
 
@@ -377,21 +367,22 @@ impl<T: Scalar> Net<T> {
     }
 
     /// Summed cross-entropy of the last forward pass over `n` images.
-    pub fn loss(&self, n: usize, labels: &[u8]) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn loss(&self, n: usize, labels: &[u8]) -> f64 {
         self.add_loss(n, labels, 0.0)
     }
 
     /// `total` plus the cross-entropy of each of the last forward pass's `n`
     /// images, added image by image (so a sum over several passes does not
     /// depend on how the images were split into passes).
-    pub fn add_loss(&self, n: usize, labels: &[u8], total: f64) -> f64 {
+    pub(crate) fn add_loss(&self, n: usize, labels: &[u8], total: f64) -> f64 {
         let k = self.arch.classes;
         softmax_t(&self.zt, k, self.ld, n, labels, T::one(), None, total)
     }
 
     /// How many of the last forward pass's `n` images are classified as
     /// `labels` says (arg-max logit; ties to the lower class).
-    pub fn correct(&self, n: usize, labels: &[u8]) -> usize {
+    pub(crate) fn correct(&self, n: usize, labels: &[u8]) -> usize {
         let k = self.arch.classes;
         (0..n)
             .filter(|&i| {
@@ -409,13 +400,13 @@ impl<T: Scalar> Net<T> {
     /// Forward and backward pass: writes the gradient of the *mean*
     /// cross-entropy over the `n` images into `grad` (same layout as `w`)
     /// and returns the summed cross-entropy.
-    pub fn gradient(&mut self, w: &[T], n: usize, labels: &[u8], grad: &mut [T]) -> f64 {
+    pub(crate) fn gradient(&mut self, w: &[T], n: usize, labels: &[u8], grad: &mut [T]) -> f64 {
         self.gradient_at(simd::level(), w, n, labels, grad)
     }
 
     /// [`Net::gradient`] with the kernels of an explicit level (capped at
     /// what the CPU supports): every level gives the same bits.
-    pub fn gradient_at(
+    pub(crate) fn gradient_at(
         &mut self,
         level: Level,
         w: &[T],
@@ -556,7 +547,7 @@ impl<T: Scalar> Net<T> {
 /// level (the dispatch of [`crate::simd::kernel!`], with each level's own
 /// [`Vector`] type: `f32` uses the portable, AVX2 and AVX-512 vectors; `f64`,
 /// the gradient check's type, uses the portable vectors at every level).
-pub trait Kernels: Sized {
+pub(crate) trait Kernels: Sized {
     /// The forward pass at `level`.
     fn forward_at(level: Level, net: &mut Net<Self>, w: &[Self], x: Option<&[Self]>, n: usize);
     /// The forward and backward pass at `level`.

@@ -1,21 +1,12 @@
 use super::*;
-use crate::data::{DatasetName, synthetic};
+use crate::data::synthetic;
 use crate::model::NormKind;
 use crate::simd::Level;
 use net::{Arch, Net};
 
 fn config(partitioning: Partitioning) -> CnnConfig {
     CnnConfig {
-        spec: CnnSpec {
-            dataset: DatasetName::Mnist,
-            partitioning,
-            batch_size: 64,
-            learning_rate: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            metric: CnnMetric::Subset { examples: 200 },
-        },
+        spec: CnnSpec::mnist(partitioning, 64, 1e-3, CnnMetric::Subset { examples: 200 }),
         seed: 5,
     }
 }

@@ -19,7 +19,7 @@
 use super::layers::{LANES, Scalar};
 
 /// A row vector of [`LANES`] values of `S`, lane-wise operations only.
-pub trait Vector<S: Scalar>: Copy {
+pub(crate) trait Vector<S: Scalar>: Copy {
     /// A lane mask.
     type Mask: Copy;
     /// How many vectors of this type the register file holds (32 at
@@ -53,7 +53,7 @@ pub trait Vector<S: Scalar>: Copy {
 
 /// Plain arrays: the portable level (and every level of the `f64` path).
 #[derive(Clone, Copy, Debug)]
-pub struct Portable<S>([S; LANES]);
+pub(crate) struct Portable<S>([S; LANES]);
 
 impl<S: Scalar> Vector<S> for Portable<S> {
     type Mask = [bool; LANES];
@@ -119,7 +119,7 @@ impl<S: Scalar> Vector<S> for Portable<S> {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use x86::{Avx2, Avx512};
+pub(crate) use x86::{Avx2, Avx512};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -130,7 +130,7 @@ mod x86 {
     /// Two 256-bit registers (AVX2 + FMA). Use only inside functions compiled
     /// with `avx2,fma`.
     #[derive(Clone, Copy, Debug)]
-    pub struct Avx2([__m256; 2]);
+    pub(crate) struct Avx2([__m256; 2]);
 
     // SAFETY (every `unsafe` block below): the type is only used inside
     // functions compiled with `avx2,fma`, which run only on CPUs that have
@@ -207,7 +207,7 @@ mod x86 {
     /// One 512-bit register (AVX-512 F). Use only inside functions compiled
     /// with `avx512f`.
     #[derive(Clone, Copy, Debug)]
-    pub struct Avx512(__m512);
+    pub(crate) struct Avx512(__m512);
 
     // SAFETY (every `unsafe` block below): the type is only used inside
     // functions compiled with `avx512f`, which run only on CPUs that have

@@ -22,9 +22,9 @@
 use super::Csr;
 
 /// Features per group.
-pub const GROUP: usize = 4;
+pub(crate) const GROUP: usize = 4;
 /// Rows per chunk (positions within a chunk fit a byte).
-pub const CHUNK: usize = 64;
+pub(crate) const CHUNK: usize = 64;
 /// Output columns are processed in tiles of up to this many: 64 (four
 /// AVX-512 registers per row) with 32 vector registers, 16 (two AVX2
 /// registers) with 16, where a wider tile's four weight (or gradient) rows
@@ -39,7 +39,7 @@ const fn tile(regs: usize) -> usize {
 /// once per dataset, so that regrouping a minibatch ([`BlockCsc::rebuild`])
 /// moves whole groups instead of single non-zeros.
 #[derive(Clone, Debug, Default)]
-pub struct RowGroups {
+pub(crate) struct RowGroups {
     /// `ptr[r]..ptr[r+1]` indexes row r's groups.
     ptr: Vec<u32>,
     /// Group of each entry.
@@ -54,7 +54,7 @@ pub struct RowGroups {
 
 impl RowGroups {
     /// The groups of every row of `x`.
-    pub fn of(x: &Csr) -> RowGroups {
+    pub(crate) fn of(x: &Csr) -> RowGroups {
         let groups = x.cols.div_ceil(GROUP);
         assert!(groups <= u16::MAX as usize + 1, "too many feature groups");
         let mut rg = RowGroups {
@@ -80,24 +80,19 @@ impl RowGroups {
         }
         rg
     }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.nnz.len()
-    }
 }
 
 /// Rows of a [`Csr`] (a list, e.g. a minibatch in batch order, or all rows)
 /// regrouped by chunk and feature group.
 #[derive(Clone, Debug, Default)]
-pub struct BlockCsc {
+pub(crate) struct BlockCsc {
     /// Number of rows listed (positions).
-    pub positions: usize,
+    pub(crate) positions: usize,
     /// Feature groups (⌈features / GROUP⌉); products need `groups · GROUP`
     /// rows of weights or gradients (the last ones padding).
-    pub groups: usize,
+    pub(crate) groups: usize,
     /// Non-zeros stored (without the zeros inside groups).
-    pub nnz: usize,
+    pub(crate) nnz: usize,
     /// `chunk_ptr[c]..chunk_ptr[c+1]` indexes the runs of chunk c.
     chunk_ptr: Vec<u32>,
     /// Group of each run (runs of a chunk in increasing group order).
@@ -112,14 +107,14 @@ pub struct BlockCsc {
 
 impl BlockCsc {
     /// Regroups `rows` (indices into `rg`).
-    pub fn build(rg: &RowGroups, rows: &[u32]) -> BlockCsc {
+    pub(crate) fn build(rg: &RowGroups, rows: &[u32]) -> BlockCsc {
         let mut b = BlockCsc::default();
         b.rebuild(rg, rows);
         b
     }
 
     /// [`BlockCsc::build`] into existing buffers.
-    pub fn rebuild(&mut self, rg: &RowGroups, rows: &[u32]) {
+    pub(crate) fn rebuild(&mut self, rg: &RowGroups, rows: &[u32]) {
         let groups = rg.groups;
         self.positions = rows.len();
         self.groups = groups;
@@ -188,23 +183,23 @@ impl BlockCsc {
     }
 
     /// Number of chunks.
-    pub fn chunks(&self) -> usize {
+    pub(crate) fn chunks(&self) -> usize {
         self.chunk_ptr.len().saturating_sub(1)
     }
 
     /// Rows of the weights or gradients a product needs: `groups · GROUP`.
-    pub fn padded_features(&self) -> usize {
+    pub(crate) fn padded_features(&self) -> usize {
         self.groups * GROUP
     }
 
     /// Multiply-adds a product of width `width` performs (zeros included).
-    pub fn stored(&self) -> usize {
+    pub(crate) fn stored(&self) -> usize {
         self.entry_val.len() * GROUP
     }
 
     /// The most roundings any element of [`block_gradient`]'s result passes
     /// through: a chunk's chain plus one addition per chunk.
-    pub fn accumulation_terms(&self) -> usize {
+    pub(crate) fn accumulation_terms(&self) -> usize {
         CHUNK.min(self.positions) + self.chunks()
     }
 }
@@ -214,7 +209,7 @@ impl BlockCsc {
 /// row-major `padded_features × width`, `width` a multiple of 16. A `stride`
 /// a little above `width` (see [`stride_for`]) keeps the rows of `z` from
 /// competing for the same L1 sets.
-pub fn block_forward(
+pub(crate) fn block_forward(
     b: &BlockCsc,
     chunk: usize,
     w: &[f32],
@@ -227,13 +222,13 @@ pub fn block_forward(
 
 /// A row stride for `width` columns that does not alias in L1: `width`
 /// plus one cache line.
-pub fn stride_for(width: usize) -> usize {
+pub(crate) fn stride_for(width: usize) -> usize {
     width + 16
 }
 
 /// [`block_forward`] at an explicit kernel level.
 #[allow(clippy::too_many_arguments)]
-pub fn block_forward_at(
+pub(crate) fn block_forward_at(
     level: crate::simd::Level,
     b: &BlockCsc,
     chunk: usize,
@@ -327,12 +322,12 @@ fn forward_tile<const L: usize>(
 /// `padded_features × width`, `width` a multiple of 16, `stride` as in
 /// [`block_forward`]): per chunk a chain of fused multiply-adds in position
 /// order from zero, added to `g` chunk after chunk.
-pub fn block_gradient(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) {
+pub(crate) fn block_gradient(b: &BlockCsc, d: &[f32], stride: usize, width: usize, g: &mut [f32]) {
     block_gradient_at(crate::simd::level(), b, d, stride, width, g);
 }
 
 /// [`block_gradient`] at an explicit kernel level.
-pub fn block_gradient_at(
+pub(crate) fn block_gradient_at(
     level: crate::simd::Level,
     b: &BlockCsc,
     d: &[f32],
@@ -366,7 +361,7 @@ crate::simd::kernel! {
 /// whole minibatch's deltas, 0 for one chunk's). Applying the chunks in
 /// order gives [`block_gradient`]'s bits exactly.
 #[allow(clippy::too_many_arguments)]
-pub fn block_gradient_chunk(
+pub(crate) fn block_gradient_chunk(
     b: &BlockCsc,
     chunk: usize,
     d: &[f32],

@@ -9,28 +9,28 @@
 //! there are no library transcendental functions, whose last bits differ
 //! between platforms.
 
-pub mod block;
+pub(crate) mod block;
 
-pub use block::{BlockCsc, RowGroups, block_forward, block_gradient, block_gradient_chunk};
+pub(crate) use block::{BlockCsc, RowGroups, block_forward, block_gradient, block_gradient_chunk};
 
 /// A sparse matrix in compressed-row form with `u16` column indices.
 #[derive(Clone, Debug, Default)]
-pub struct Csr {
+pub(crate) struct Csr {
     /// Number of rows.
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Number of columns (at most 65,536).
-    pub cols: usize,
+    pub(crate) cols: usize,
     /// `row_ptr[i]..row_ptr[i+1]` indexes row i's entries.
-    pub row_ptr: Vec<u32>,
+    pub(crate) row_ptr: Vec<u32>,
     /// Column of each entry (increasing within a row).
-    pub col: Vec<u16>,
+    pub(crate) col: Vec<u16>,
     /// Value of each entry.
-    pub val: Vec<f32>,
+    pub(crate) val: Vec<f32>,
 }
 
 impl Csr {
     /// The non-zeros of a dense row-major `rows × cols` matrix.
-    pub fn from_dense(x: &[f32], rows: usize, cols: usize) -> Csr {
+    pub(crate) fn from_dense(x: &[f32], rows: usize, cols: usize) -> Csr {
         assert!(cols <= 1 << 16, "Csr supports at most 65,536 columns");
         assert_eq!(x.len(), rows * cols);
         let nnz = x.iter().filter(|v| **v != 0.0).count();
@@ -61,13 +61,13 @@ impl Csr {
     }
 
     /// Number of stored entries.
-    pub fn nnz(&self) -> usize {
+    pub(crate) fn nnz(&self) -> usize {
         self.val.len()
     }
 
     /// The entries of row `r` as (columns, values).
     #[inline]
-    pub fn row(&self, r: usize) -> (&[u16], &[f32]) {
+    pub(crate) fn row(&self, r: usize) -> (&[u16], &[f32]) {
         let a = self.row_ptr[r] as usize;
         let b = self.row_ptr[r + 1] as usize;
         (&self.col[a..b], &self.val[a..b])
@@ -85,7 +85,7 @@ const LN2_LO: f32 = 1.428_606_8e-6;
 /// scaling by 2^n built from its bits. Branch-free and free of float-to-int
 /// conversions, so loops over it vectorize.
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
+pub(crate) fn exp_f32(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23
     let x = x.clamp(-87.0, 88.0);
     let tm = x * std::f32::consts::LOG2_E + MAGIC;
@@ -104,7 +104,7 @@ pub fn exp_f32(x: f32) -> f32 {
 /// ln m = 2·atanh(t), t = (m − 1)/(m + 1), by its series to t¹⁵
 /// (|t| ≤ 0.172, error below 1e-14).
 #[inline]
-pub fn ln_f64(x: f64) -> f64 {
+pub(crate) fn ln_f64(x: f64) -> f64 {
     debug_assert!(x > 0.0 && x.is_finite());
     let bits = x.to_bits();
     let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
@@ -135,7 +135,7 @@ pub fn ln_f64(x: f64) -> f64 {
 /// same bits whatever `a` is.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn softmax_cross_entropy(
+pub(crate) fn softmax_cross_entropy(
     z: &[f32],
     a: usize,
     classes: usize,

@@ -156,21 +156,7 @@ pub(super) struct LaneBuffers {
     uniforms: Vec<f64>,
 }
 
-impl LaneBuffers {
-    /// Bytes held (for the memory estimate of a plan).
-    pub(super) fn bytes(&self) -> usize {
-        let g: usize = self
-            .groups
-            .iter()
-            .map(|g| {
-                LANES * (g.rows8.len() + 2 * g.rows16.len() + 4 * g.rows32.len())
-                    + 4 * LANES * g.total.len()
-                    + 8 * LANES * (g.nd.len() + g.inv_total.len() + g.prefix.len())
-            })
-            .sum();
-        g + 8 * self.uniforms.len()
-    }
-}
+impl LaneBuffers {}
 
 /// Asks the CPU to bring `data` into the cache (no effect on results).
 #[inline(always)]
@@ -208,15 +194,15 @@ pub(super) fn prefetch<T>(data: &[T]) {
 /// document's tokens (empty past `lanes`), `nd` every lane's n_dk of the
 /// document, the rest the group's tables (see [`GroupBuffers`]).
 pub(super) struct GroupDoc<'a> {
-    pub z: [&'a mut [u8]; LANES],
-    pub lanes: usize,
-    pub nd: &'a mut [[f64; LANES]],
-    pub rows8: &'a mut [[u8; LANES]],
-    pub rows16: &'a mut [[u16; LANES]],
-    pub rows32: &'a mut [[u32; LANES]],
-    pub total: &'a mut [[u32; LANES]],
-    pub inv_total: &'a mut [[f64; LANES]],
-    pub prefix: &'a mut [[f64; LANES]],
+    pub(crate) z: [&'a mut [u8]; LANES],
+    pub(crate) lanes: usize,
+    pub(crate) nd: &'a mut [[f64; LANES]],
+    pub(crate) rows8: &'a mut [[u8; LANES]],
+    pub(crate) rows16: &'a mut [[u16; LANES]],
+    pub(crate) rows32: &'a mut [[u32; LANES]],
+    pub(crate) total: &'a mut [[u32; LANES]],
+    pub(crate) inv_total: &'a mut [[f64; LANES]],
+    pub(crate) prefix: &'a mut [[f64; LANES]],
 }
 
 /// A group's state the token updates of one document share. `z[s]` points
@@ -497,15 +483,15 @@ crate::simd::kernel! {
 /// The model data a group sweep needs.
 pub(super) struct SweepInput<'a> {
     /// Start of each document in `tokens`, plus the end.
-    pub offsets: &'a [usize],
+    pub(crate) offsets: &'a [usize],
     /// Word ids of the corpus.
-    pub tokens: &'a [u32],
+    pub(crate) tokens: &'a [u32],
     /// 1/(n + Vβ) for n = 0..=N.
-    pub inv_table: &'a [f64],
+    pub(crate) inv_table: &'a [f64],
     /// Row table of each word.
-    pub classes: &'a RowClasses,
+    pub(crate) classes: &'a RowClasses,
     /// K, α, β.
-    pub prior: Prior,
+    pub(crate) prior: Prior,
 }
 
 /// Stacks `src` (each lane's `[word][topic]` counts) into the class tables.

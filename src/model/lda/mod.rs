@@ -54,7 +54,7 @@ use crate::simd;
 pub use lanes::LANES;
 
 /// Largest number of topics: assignments are stored as one byte per token.
-pub const MAX_TOPICS: usize = 256;
+pub(crate) const MAX_TOPICS: usize = 256;
 
 /// Hyper-parameters of LDA.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,7 +70,7 @@ pub struct LdaConfig {
 }
 
 /// Groups of [`LANES`] runs swept together in one pass over the corpus.
-pub const PASS_GROUPS: usize = 2;
+pub(crate) const PASS_GROUPS: usize = 2;
 
 /// Runs per cohort ([`Model::cohort_size`]): four groups of [`LANES`].
 pub const COHORT: usize = 4 * LANES;
@@ -79,11 +79,11 @@ pub const COHORT: usize = 4 * LANES;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Prior {
     /// Number of topics K.
-    pub topics: usize,
+    pub(crate) topics: usize,
     /// Doc-topic prior α.
-    pub alpha: f64,
+    pub(crate) alpha: f64,
     /// Topic-word prior β.
-    pub beta: f64,
+    pub(crate) beta: f64,
 }
 
 /// LDA on a corpus.
@@ -112,18 +112,19 @@ pub struct Lda {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LdaState {
     /// Topic of every token, in corpus order.
-    pub assignments: Vec<u8>,
+    pub(crate) assignments: Vec<u8>,
     /// n_dk, row-major `docs × topics`.
-    pub doc_topic: Vec<u32>,
+    pub(crate) doc_topic: Vec<u32>,
     /// n_wk, row-major `vocabulary × topics` (derived).
-    pub word_topic: Vec<u32>,
+    pub(crate) word_topic: Vec<u32>,
     /// n_k (derived).
     pub topic_total: Vec<u32>,
 }
 
 impl LdaState {
     /// A state with no tokens (a placeholder to be overwritten).
-    pub fn empty() -> LdaState {
+    #[cfg(test)]
+    pub(crate) fn empty() -> LdaState {
         LdaState {
             assignments: Vec::new(),
             doc_topic: Vec::new(),
@@ -133,7 +134,8 @@ impl LdaState {
     }
 
     /// Bytes held by this state's vectors.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
         self.assignments.len()
             + 4 * (self.doc_topic.len() + self.word_topic.len() + self.topic_total.len())
     }
@@ -149,12 +151,7 @@ pub struct LdaWorkspace {
     lanes: lanes::LaneBuffers,
 }
 
-impl LdaWorkspace {
-    /// Bytes held by the buffers.
-    pub fn bytes(&self) -> usize {
-        8 * (self.weights.len() + self.inv_total.len() + self.uniforms.len()) + self.lanes.bytes()
-    }
-}
+impl LdaWorkspace {}
 
 /// lnΓ(n + a) − lnΓ(a) for n = 0..=max, by the recurrence Γ(x + 1) = xΓ(x).
 fn ln_gamma_table(a: f64, max: usize) -> Vec<f64> {
@@ -212,7 +209,7 @@ impl Lda {
     }
 
     /// Number of topics K.
-    pub fn topics(&self) -> usize {
+    pub(crate) fn topics(&self) -> usize {
         self.topics
     }
 
@@ -308,7 +305,7 @@ impl Lda {
     }
 
     /// [`Model::step`] at an explicit kernel level (tests compare the levels).
-    pub fn step_at(
+    pub(crate) fn step_at(
         &self,
         level: simd::Level,
         state: &mut LdaState,
@@ -363,7 +360,7 @@ impl Lda {
 
     /// [`Model::step_many`] at an explicit kernel level: the active runs
     /// are stepped in groups of up to [`LANES`] lanes.
-    pub fn step_many_at(
+    pub(crate) fn step_many_at(
         &self,
         level: simd::Level,
         states: &mut [LdaState],
@@ -437,7 +434,8 @@ impl Lda {
 
     /// Checks that the counts agree with the assignments: n_dk, n_wk and n_k
     /// equal the counts of z, and Σ_k n_k equals the number of tokens.
-    pub fn check_invariants(&self, state: &LdaState) -> Result<(), String> {
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self, state: &LdaState) -> Result<(), String> {
         let c = &self.corpus;
         let k = self.topics;
         if state.assignments.len() != c.total_tokens() {

@@ -36,8 +36,8 @@
 //! produces (while the factors are at hand) and keeps it in the state until
 //! the state is next changed.
 
-pub mod lanes;
-pub mod single;
+pub(crate) mod lanes;
+pub(crate) mod single;
 
 use std::sync::Arc;
 
@@ -88,12 +88,13 @@ impl PartialEq for MfState {
 
 impl MfState {
     /// A state from L (m×p row-major) and R (n×p, column j of R contiguous).
-    pub fn new(l: Vec<f64>, r: Vec<f64>) -> MfState {
+    pub(crate) fn new(l: Vec<f64>, r: Vec<f64>) -> MfState {
         MfState { l, r, sse: None }
     }
 
     /// L, m×p row-major: row i (block i) is `l()[i*p..(i+1)*p]`.
-    pub fn l(&self) -> &[f64] {
+    #[cfg(test)]
+    pub(crate) fn l(&self) -> &[f64] {
         &self.l
     }
 
@@ -103,13 +104,15 @@ impl MfState {
     }
 
     /// L for writing (forgets the cached metric).
-    pub fn l_mut(&mut self) -> &mut [f64] {
+    #[cfg(test)]
+    pub(crate) fn l_mut(&mut self) -> &mut [f64] {
         self.sse = None;
         &mut self.l
     }
 
     /// R for writing (forgets the cached metric).
-    pub fn r_mut(&mut self) -> &mut [f64] {
+    #[cfg(test)]
+    pub(crate) fn r_mut(&mut self) -> &mut [f64] {
         self.sse = None;
         &mut self.r
     }
@@ -159,22 +162,24 @@ impl Mf {
     }
 
     /// The ratings this model factorizes.
-    pub fn data(&self) -> &Ratings {
+    pub(crate) fn data(&self) -> &Ratings {
         &self.data
     }
 
     /// p.
-    pub fn factors(&self) -> usize {
+    pub(crate) fn factors(&self) -> usize {
         self.p
     }
 
     /// λ.
-    pub fn regularization(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn regularization(&self) -> f64 {
         self.lambda
     }
 
     /// The regularized objective J(L, R) (what ALS decreases monotonically).
-    pub fn objective(&self, state: &MfState) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn objective(&self, state: &MfState) -> f64 {
         let reg: f64 = state.l.iter().chain(&state.r).map(|v| v * v).sum();
         self.squared_error(state) + self.lambda * reg
     }

@@ -63,7 +63,7 @@ fn half_step_body(
 /// where x_k = `other[idx_k]` (SCAR §5.1, ALS).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn solve_one(
+pub(crate) fn solve_one(
     p: usize,
     lambda: f64,
     idx: &[u32],
@@ -273,7 +273,7 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// Right-looking: after row j of U is formed, the trailing upper triangle is
 /// updated row by row, so every inner loop runs over contiguous memory.
 #[inline(always)]
-pub fn cholesky_solve_upper(a: &mut [f64], b: &mut [f64], p: usize) {
+pub(crate) fn cholesky_solve_upper(a: &mut [f64], b: &mut [f64], p: usize) {
     let a = &mut a[..p * p];
     let b = &mut b[..p];
     for j in 0..p {

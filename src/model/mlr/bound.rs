@@ -70,14 +70,14 @@ const U32: f64 = 1.0 / 16_777_216.0;
 /// cross-entropy of its computed logits (exp_f32 relative error ≤ 2·10⁻⁶,
 /// the f32 sum of the exponentials, the argument rounding weighted by the
 /// softmax (≤ u·classes/e), ln_f64 and the f64 additions).
-pub const ROW_LOSS_ERROR: f64 = 5e-6;
+pub(crate) const ROW_LOSS_ERROR: f64 = 5e-6;
 /// Bound on Σ_c |d̂_c − (p_c − [c = y])| for one row (derived as ≈ 6.2·10⁻⁶).
-pub const DELTA_ERROR: f64 = 1e-5;
+pub(crate) const DELTA_ERROR: f64 = 1e-5;
 /// Relative slack for the f64 arithmetic of the bound and of the metric's sum.
 const F64_SLACK: f64 = 1e-10;
 
 /// γ_n = n·u/(1 − n·u) for f32.
-pub fn gamma(n: usize) -> f64 {
+pub(crate) fn gamma(n: usize) -> f64 {
     let nu = n as f64 * U32;
     nu / (1.0 - nu)
 }
@@ -86,18 +86,18 @@ pub fn gamma(n: usize) -> f64 {
 /// `ew[f] = Σ_i (2γ_{n_i} + 2⁻⁵⁰)|x_if|` (logit rounding, with room for the
 /// f64 additions of a row's loss) and `colabs[f] = Σ_i |x_if|`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct BatchWeights {
+pub(crate) struct BatchWeights {
     /// Logit-rounding weight of ‖W_f‖∞.
-    pub ew: Vec<f64>,
+    pub(crate) ew: Vec<f64>,
     /// Σ_i |x_if|.
-    pub colabs: Vec<f64>,
+    pub(crate) colabs: Vec<f64>,
     /// Number of rows.
-    pub rows: usize,
+    pub(crate) rows: usize,
 }
 
 impl BatchWeights {
     /// The weights of `rows` of `x`.
-    pub fn of(x: &Csr, rows: impl Iterator<Item = usize>) -> BatchWeights {
+    pub(crate) fn of(x: &Csr, rows: impl Iterator<Item = usize>) -> BatchWeights {
         let mut b = BatchWeights {
             ew: vec![0.0; x.cols],
             colabs: vec![0.0; x.cols],
@@ -121,19 +121,19 @@ impl BatchWeights {
 /// the margin weights over all rows. `None` from [`Weights::new`] when the
 /// minibatches of an epoch do not cover every row (then nothing is skipped).
 #[derive(Clone, Debug)]
-pub struct Weights {
+pub(crate) struct Weights {
     /// Minibatches per epoch.
-    pub per_epoch: usize,
+    pub(crate) per_epoch: usize,
     /// Classes (columns of W).
-    pub classes: usize,
+    pub(crate) classes: usize,
     /// Weights over all rows.
-    pub all: BatchWeights,
+    pub(crate) all: BatchWeights,
 }
 
 impl Weights {
     /// The weights of `x` for minibatches of `batch` rows, or `None` when the
     /// batches of an epoch leave rows out.
-    pub fn new(x: &Csr, batch: usize, classes: usize) -> Option<Weights> {
+    pub(crate) fn new(x: &Csr, batch: usize, classes: usize) -> Option<Weights> {
         if batch == 0 || !x.rows.is_multiple_of(batch) {
             return None;
         }
@@ -157,7 +157,7 @@ impl Weights {
 
 /// The sums of one epoch's anchors (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
-pub struct EpochSum {
+pub(crate) struct EpochSum {
     /// The epoch.
     epoch: usize,
     /// Anchors recorded (batches 0..done of the epoch).
@@ -187,7 +187,7 @@ pub struct EpochSum {
 /// A state's lower-bound bookkeeping: run state, not a block (a failure does
 /// not lose it and recovery does not restore it; it stays a valid bound).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Bound {
+pub(crate) struct Bound {
     /// The epoch in progress.
     current: Option<Box<EpochSum>>,
     /// The last complete epoch (shared by the states forked from one run).
@@ -195,26 +195,26 @@ pub struct Bound {
 }
 
 /// One anchor: what the SGD step of iteration k computed at W_k.
-pub struct Anchor<'a> {
+pub(crate) struct Anchor<'a> {
     /// k.
-    pub iteration: usize,
+    pub(crate) iteration: usize,
     /// L̂_{B_k}(W_k): the batch's summed computed loss.
-    pub batch_loss: f64,
+    pub(crate) batch_loss: f64,
     /// ĝ_k (features × classes, row-major), before the learning-rate scaling.
-    pub gradient: &'a [f32],
+    pub(crate) gradient: &'a [f32],
     /// W_k.
-    pub w: &'a [f32],
+    pub(crate) w: &'a [f32],
     /// Rows of the batch B_k.
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// γ of the gradient accumulation (`gamma(accumulation_terms)`).
-    pub gamma_acc: f64,
+    pub(crate) gamma_acc: f64,
 }
 
 impl Bound {
     /// Adds the anchor of iteration `a.iteration` to the epoch in progress
     /// (starting a new epoch at its first batch); an epoch whose earlier
     /// batches are missing is dropped.
-    pub fn record(&mut self, wts: &Weights, a: &Anchor<'_>) {
+    pub(crate) fn record(&mut self, wts: &Weights, a: &Anchor<'_>) {
         let (e, j) = (a.iteration / wts.per_epoch, a.iteration % wts.per_epoch);
         let c = wts.classes;
         if j == 0 {
@@ -284,7 +284,13 @@ impl Bound {
     /// of iteration `iteration` (−∞ when there is none yet). `fresh` is the
     /// computed loss of that iteration's own minibatch at `w`, which
     /// completes the epoch in progress when it is the epoch's last batch.
-    pub fn lower_bound(&self, wts: &Weights, iteration: usize, w: &[f32], fresh: f64) -> f64 {
+    pub(crate) fn lower_bound(
+        &self,
+        wts: &Weights,
+        iteration: usize,
+        w: &[f32],
+        fresh: f64,
+    ) -> f64 {
         let mut best = f64::NEG_INFINITY;
         let target = || wts.target_margin(w);
         if let Some(last) = &self.last {

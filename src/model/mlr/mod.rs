@@ -43,7 +43,7 @@ use super::kernels::{
 };
 use super::{Check, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
-pub use bound::Bound;
+pub(crate) use bound::Bound;
 use bound::{Anchor, Weights, gamma};
 use pass::{
     SoftmaxScratch, fingerprint, padded_width, prints, softmax_chunk, stride, sum_positions,
@@ -61,7 +61,6 @@ pub struct MlrConfig {
 /// Multinomial logistic regression on a classification dataset.
 pub struct Mlr {
     data: Arc<Classification>,
-    x: Csr,
     batch: usize,
     lr: f32,
     /// Every row index, in order (the rows of a full-data pass).
@@ -80,10 +79,10 @@ pub struct Mlr {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MlrState {
     /// Weights; row j (block j) is `w[j*N..(j+1)*N]`.
-    pub w: Vec<f32>,
+    pub(crate) w: Vec<f32>,
     /// Run state, not a block: a failure does not lose it and recovery does
     /// not restore it (the bound it carries holds for any weights).
-    pub bound: Bound,
+    pub(crate) bound: Bound,
 }
 
 /// The batch structures of one minibatch, shared by a cohort.
@@ -161,7 +160,6 @@ impl Mlr {
             groups,
             all_rows: all,
             data,
-            x,
             batch,
             lr: config.learning_rate as f32,
             weights,
@@ -169,43 +167,30 @@ impl Mlr {
     }
 
     /// The dataset this model trains on.
-    pub fn data(&self) -> &Classification {
+    pub(crate) fn data(&self) -> &Classification {
         &self.data
     }
 
-    /// The data as compressed sparse rows.
-    pub fn sparse(&self) -> &Csr {
-        &self.x
-    }
-
     /// Effective minibatch size.
-    pub fn batch_size(&self) -> usize {
+    pub(crate) fn batch_size(&self) -> usize {
         self.batch
     }
 
     /// Minibatches per epoch (examples past the last full batch are skipped in that epoch).
-    pub fn batches_per_epoch(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn batches_per_epoch(&self) -> usize {
         (self.data.rows / self.batch).max(1)
     }
 
     /// Whether [`Model::check_many`] can certify iterations without the
     /// metric (the minibatches of an epoch cover every row).
-    pub fn certifies(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn certifies(&self) -> bool {
         self.weights.is_some()
     }
 
-    /// Multiply-adds of one full-data forward pass (dense count, M·N per example).
-    pub fn forward_flops_dense(&self) -> f64 {
-        2.0 * (self.data.rows * self.data.features * self.data.classes) as f64
-    }
-
-    /// Multiply-adds actually performed by one sparse forward pass.
-    pub fn forward_flops_sparse(&self) -> f64 {
-        2.0 * (self.x.nnz() * self.data.classes) as f64
-    }
-
     /// The example indices of minibatch `ctx.iteration` of the run `ctx.run_seed`.
-    pub fn batch_rows<'w>(&self, ctx: IterCtx, ws: &'w mut MlrWorkspace) -> &'w [u32] {
+    pub(crate) fn batch_rows<'w>(&self, ctx: IterCtx, ws: &'w mut MlrWorkspace) -> &'w [u32] {
         let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
         &ws.perm[range]
     }

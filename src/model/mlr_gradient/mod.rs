@@ -24,7 +24,7 @@ use super::{IterCtx, Model};
 use crate::rng::{Purpose, stream};
 
 /// MLR with a fixed loss-evaluation subsample.
-pub struct MlrGradient {
+pub(crate) struct MlrGradient {
     mlr: Mlr,
     eval_rows: Vec<u32>,
     /// Row i's non-zero features are entries `starts[i]..starts[i+1]` of `sparse`.
@@ -113,7 +113,7 @@ impl Val for u8 {
 }
 
 /// Buffers of one run.
-pub struct MlrGradientWorkspace {
+pub(crate) struct MlrGradientWorkspace {
     /// MLR's own buffers (its epoch permutation is what we need).
     inner: MlrWorkspace,
     /// Logits of one example, or of a block of examples (row-major).
@@ -124,7 +124,7 @@ pub struct MlrGradientWorkspace {
 
 impl MlrGradient {
     /// Wraps `mlr`; the loss uses `loss_rows` examples (all if fewer) drawn from `seed`.
-    pub fn new(mlr: Mlr, loss_rows: usize, seed: u64) -> MlrGradient {
+    pub(crate) fn new(mlr: Mlr, loss_rows: usize, seed: u64) -> MlrGradient {
         let rows = mlr.data().rows;
         let mut all: Vec<u32> = (0..rows as u32).collect();
         all.shuffle(&mut stream(seed, Purpose::Other, 0x4c4f_5353, 0));
@@ -200,7 +200,8 @@ impl MlrGradient {
     }
 
     /// The examples the loss is evaluated on.
-    pub fn eval_rows(&self) -> &[u32] {
+    #[cfg(test)]
+    pub(crate) fn eval_rows(&self) -> &[u32] {
         &self.eval_rows
     }
 

@@ -8,38 +8,38 @@
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
     /// First title line (the scenario's title, or the paper panel's name).
-    pub title: String,
+    pub(crate) title: String,
     /// Second title line (scenario, paper panel, data and trial count).
-    pub subtitle: String,
+    pub(crate) subtitle: String,
     /// Horizontal axis.
-    pub x: Axis,
+    pub(crate) x: Axis,
     /// Vertical axis.
-    pub y: Axis,
+    pub(crate) y: Axis,
     /// Series in drawing order; each gets a legend entry.
-    pub series: Vec<Series>,
+    pub(crate) series: Vec<Series>,
     /// Shift the series with error bars slightly apart horizontally so that
     /// equal means do not hide each other (each by under 1% of the x range).
-    pub dodge: bool,
+    pub(crate) dodge: bool,
 }
 
 /// An axis: its label, scale and tick positions.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Axis {
+pub(crate) struct Axis {
     /// The label drawn along the axis.
-    pub label: String,
+    pub(crate) label: String,
     /// Linear or base-2 logarithmic.
-    pub scale: Scale,
+    pub(crate) scale: Scale,
     /// Tick positions in data units; `None` lets the renderer choose.
-    pub ticks: Option<Vec<f64>>,
+    pub(crate) ticks: Option<Vec<f64>>,
     /// Whether the range must include 0 (counts such as rework iterations).
-    pub include_zero: bool,
+    pub(crate) include_zero: bool,
     /// Label ticks as fractions (1/8, 1/4, 3/4) where they are simple ones.
-    pub fraction_labels: bool,
+    pub(crate) fraction_labels: bool,
 }
 
 impl Axis {
     /// A linear axis with automatic ticks.
-    pub fn linear(label: impl Into<String>) -> Axis {
+    pub(crate) fn linear(label: impl Into<String>) -> Axis {
         Axis {
             label: label.into(),
             scale: Scale::Linear,
@@ -50,25 +50,25 @@ impl Axis {
     }
 
     /// Sets the tick positions (data units).
-    pub fn with_ticks(mut self, ticks: Vec<f64>) -> Axis {
+    pub(crate) fn with_ticks(mut self, ticks: Vec<f64>) -> Axis {
         self.ticks = Some(ticks);
         self
     }
 
     /// Makes the range include 0.
-    pub fn from_zero(mut self) -> Axis {
+    pub(crate) fn anchored_at_zero(mut self) -> Axis {
         self.include_zero = true;
         self
     }
 
     /// Labels ticks as simple fractions (1/8, 1/4, 1/2, 3/4, 1).
-    pub fn fractions(mut self) -> Axis {
+    pub(crate) fn fractions(mut self) -> Axis {
         self.fraction_labels = true;
         self
     }
 
     /// Uses a base-2 logarithmic scale (for frequencies 1, 2, 4, 8).
-    pub fn log2(mut self) -> Axis {
+    pub(crate) fn log2(mut self) -> Axis {
         self.scale = Scale::Log2;
         self
     }
@@ -76,7 +76,7 @@ impl Axis {
 
 /// How data values map to positions along an axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
+pub(crate) enum Scale {
     /// Position proportional to the value.
     Linear,
     /// Position proportional to log2 of the value (values must be positive).
@@ -85,7 +85,7 @@ pub enum Scale {
 
 impl Scale {
     /// The position of value `v` along the axis (NaN for a non-positive value on a log axis).
-    pub fn forward(self, v: f64) -> f64 {
+    pub(crate) fn forward(self, v: f64) -> f64 {
         match self {
             Scale::Linear => v,
             Scale::Log2 if v > 0.0 => v.log2(),
@@ -94,7 +94,7 @@ impl Scale {
     }
 
     /// The value at position `p` (inverse of [`Scale::forward`]).
-    pub fn inverse(self, p: f64) -> f64 {
+    pub(crate) fn inverse(self, p: f64) -> f64 {
         match self {
             Scale::Linear => p,
             Scale::Log2 => p.exp2(),
@@ -104,25 +104,25 @@ impl Scale {
 
 /// One observation: a mean and its 95% confidence interval (NaN when unknown).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Horizontal value.
-    pub x: f64,
+    pub(crate) x: f64,
     /// Mean (or the single value).
-    pub y: f64,
+    pub(crate) y: f64,
     /// Lower end of the 95% CI.
-    pub lo: f64,
+    pub(crate) lo: f64,
     /// Upper end of the 95% CI.
-    pub hi: f64,
+    pub(crate) hi: f64,
 }
 
 impl Point {
     /// A point with a confidence interval.
-    pub fn with_ci(x: f64, y: f64, lo: f64, hi: f64) -> Point {
+    pub(crate) fn with_ci(x: f64, y: f64, lo: f64, hi: f64) -> Point {
         Point { x, y, lo, hi }
     }
 
     /// A point without an interval.
-    pub fn plain(x: f64, y: f64) -> Point {
+    pub(crate) fn plain(x: f64, y: f64) -> Point {
         Point {
             x,
             y,
@@ -132,14 +132,14 @@ impl Point {
     }
 
     /// Whether the point carries a finite interval.
-    pub fn has_ci(&self) -> bool {
+    pub(crate) fn has_ci(&self) -> bool {
         self.lo.is_finite() && self.hi.is_finite()
     }
 }
 
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// Means joined by a line, with markers and 95% CI error bars (SCAR Figs. 6, 7).
     LinesWithErrorBars,
     /// A curve with a shaded 95% CI band (time series on a common grid).
@@ -155,7 +155,7 @@ pub enum Style {
 
 /// Colours: a palette slot, or a fixed meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Colour {
+pub(crate) enum Colour {
     /// The i-th colour of the categorical palette (it contains neither black nor red).
     Palette(usize),
     /// Black: references (the paper's dashed black line).
@@ -166,7 +166,7 @@ pub enum Colour {
 
 impl Colour {
     /// The colour's RGB value.
-    pub fn rgb(self) -> (u8, u8, u8) {
+    pub(crate) fn rgb(self) -> (u8, u8, u8) {
         // Tableau 10 without its red, so red stays reserved for bounds.
         const PALETTE: [(u8, u8, u8); 9] = [
             (31, 119, 180),
@@ -189,35 +189,35 @@ impl Colour {
 
 /// A named set of points drawn one way.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     /// Legend text.
-    pub name: String,
+    pub(crate) name: String,
     /// Drawing style.
-    pub style: Style,
+    pub(crate) style: Style,
     /// Colour.
-    pub colour: Colour,
+    pub(crate) colour: Colour,
     /// Points in drawing order.
-    pub points: Vec<Point>,
+    pub(crate) points: Vec<Point>,
 }
 
 /// A multi-panel figure: the paper's grids (e.g. SCAR Figure 6 is 2×4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Grid {
     /// Figure title.
-    pub title: String,
+    pub(crate) title: String,
     /// Second title line.
-    pub subtitle: String,
+    pub(crate) subtitle: String,
     /// Rows of panels.
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Columns of panels.
-    pub cols: usize,
+    pub(crate) cols: usize,
     /// `rows × cols` cells, row-major.
-    pub cells: Vec<Cell>,
+    pub(crate) cells: Vec<Cell>,
 }
 
 /// One cell of a grid.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     /// A drawn panel.
     Chart(Box<Chart>),
     /// A panel the results do not contain, with a note saying which.
@@ -226,7 +226,7 @@ pub enum Cell {
 
 /// Something that can be rendered: one chart or a grid of them.
 #[derive(Clone, Copy, Debug)]
-pub enum Picture<'a> {
+pub(crate) enum Picture<'a> {
     /// One chart.
     Single(&'a Chart),
     /// A grid of charts.

@@ -6,36 +6,36 @@ use crate::stats::t_quantile_975;
 
 /// A measured value with its 95% confidence interval (NaN ends when unknown).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Point estimate.
-    pub value: f64,
+    pub(crate) value: f64,
     /// Lower end of the 95% CI.
-    pub lo: f64,
+    pub(crate) lo: f64,
     /// Upper end of the 95% CI.
-    pub hi: f64,
+    pub(crate) hi: f64,
     /// Number of paired trials behind it.
-    pub n: usize,
+    pub(crate) n: usize,
 }
 
 /// One measured quantity the paper states a claim about.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
     /// The paper figure the claim is about (`SCAR Fig. 6`).
-    pub figure: String,
+    pub(crate) figure: String,
     /// What was measured, in words.
-    pub quantity: String,
+    pub(crate) quantity: String,
     /// The measurement, in percent; `None` when it is undefined (e.g. the
     /// comparison's baseline has no rework to reduce).
-    pub measured: Option<Estimate>,
+    pub(crate) measured: Option<Estimate>,
     /// The paper's range for it, in percent.
-    pub paper_range: (f64, f64),
+    pub(crate) paper_range: (f64, f64),
     /// The numbers it was computed from, for the reader.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 /// Where a measurement falls relative to the paper's range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The point estimate is inside the range.
     Inside,
     /// Below the range.
@@ -48,7 +48,7 @@ pub enum Verdict {
 
 impl Claim {
     /// Whether the point estimate lies in the paper's range.
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         match self.measured {
             None => Verdict::Undefined,
             Some(e) if e.value < self.paper_range.0 => Verdict::Below,
@@ -60,7 +60,7 @@ impl Claim {
 
 impl Verdict {
     /// A word for the report.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Verdict::Inside => "inside",
             Verdict::Below => "below",
@@ -79,7 +79,7 @@ impl Verdict {
 /// se(R) = sd(d) / (√n · b̄), and R ± t₀.₉₇₅,ₙ₋₁ · se(R). `None` when fewer
 /// than two trials pair up or the old mean is not positive (no rework to
 /// reduce).
-pub fn paired_reduction(new: &[(u64, f64)], old: &[(u64, f64)]) -> Option<Estimate> {
+pub(crate) fn paired_reduction(new: &[(u64, f64)], old: &[(u64, f64)]) -> Option<Estimate> {
     let pairs = paired(new, old);
     let n = pairs.len();
     if n < 2 {
@@ -110,7 +110,7 @@ pub fn paired_reduction(new: &[(u64, f64)], old: &[(u64, f64)]) -> Option<Estima
 /// the failure-to-failure variance both series share, so a difference can be
 /// significant while the two series' own CIs overlap. `None` when fewer than
 /// two trials pair up.
-pub fn paired_difference(a: &[(u64, f64)], b: &[(u64, f64)]) -> Option<Estimate> {
+pub(crate) fn paired_difference(a: &[(u64, f64)], b: &[(u64, f64)]) -> Option<Estimate> {
     let d: Vec<f64> = paired(a, b).iter().map(|(x, y)| x - y).collect();
     let n = d.len();
     if n < 2 {

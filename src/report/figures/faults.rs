@@ -21,7 +21,7 @@ pub const WALLCLOCK_X: &str = "Wall time (s)";
 /// Y label of wall-clock figures with accuracy.
 pub const WALLCLOCK_Y_ACCURACY: &str = "Accuracy (loss subsample)";
 /// Y label of wall-clock figures without accuracy.
-pub const WALLCLOCK_Y_LOSS: &str = "Loss (loss subsample)";
+pub(crate) const WALLCLOCK_Y_LOSS: &str = "Loss (loss subsample)";
 /// X label of interval figures.
 pub const INTERVAL_X: &str = "Checkpoint interval / Daly's optimum";
 /// Y label of interval figures.
@@ -30,7 +30,7 @@ pub const INTERVAL_Y: &str = "Wall time / solve time";
 pub const ITERATIONS_Y: &str = "Convergence metric";
 
 /// The `faults` kind's layouts.
-pub struct Faults;
+pub(crate) struct Faults;
 
 fn read(r: &Results, file: &str) -> Result<Table> {
     Table::read(&r.dir.join(file)).with_context(|| format!("{} needs {file}", r.dir.display()))
@@ -458,7 +458,7 @@ fn iterations(r: &Results) -> Result<Chart> {
     Ok(Chart {
         title: r.title(),
         subtitle: r.subtitle(),
-        x: Axis::linear(WALLCLOCK_X).from_zero(),
+        x: Axis::linear(WALLCLOCK_X).anchored_at_zero(),
         y: Axis::linear(y),
         series,
         dodge: false,

@@ -11,10 +11,10 @@ use super::results::Results;
 use super::{Layout, humanize};
 
 /// Series with more points than this are drawn as curves with CI bands.
-pub const BAND_ABOVE_POINTS: usize = 20;
+pub(crate) const BAND_ABOVE_POINTS: usize = 20;
 
 /// Lines (or bands) of `mean` against `x`, one per series.
-pub struct Generic;
+pub(crate) struct Generic;
 
 impl Layout for Generic {
     fn name(&self) -> &'static str {

@@ -9,30 +9,30 @@
 //! match arm there. Kinds without a layout fall back to [`generic::Generic`],
 //! which draws any tidy `series, x, mean, ci95_low, ci95_high` summary.
 
-pub mod chart;
-pub mod claims;
+pub(crate) mod chart;
+pub(crate) mod claims;
 pub mod faults;
-pub mod generic;
-pub mod paper;
+pub(crate) mod generic;
+pub(crate) mod paper;
 pub mod protocol;
-pub mod recovery;
-pub mod render;
+pub(crate) mod recovery;
+pub(crate) mod render;
 pub mod results;
-pub mod theory;
+pub(crate) mod theory;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-pub use chart::{Axis, Cell, Chart, Colour, Grid, Picture, Point, Scale, Series, Style};
-pub use claims::{Claim, Estimate, Verdict};
-pub use results::{DataLabel, Results};
+pub(crate) use chart::{Cell, Chart, Grid, Picture};
+pub(crate) use claims::Claim;
+pub(crate) use results::Results;
 
 use crate::report::manifest::MANIFEST_FILE;
 use crate::report::outdir;
 
 /// File stem of a scenario's own figure (`figure.svg`, `figure.png`).
-pub const FIGURE_STEM: &str = "figure";
+pub(crate) const FIGURE_STEM: &str = "figure";
 
 /// How one scenario kind (or one layout within a kind) becomes a figure.
 pub trait Layout {
@@ -60,7 +60,7 @@ pub trait Layout {
 
 /// The layout for a results folder, from its scenario kind and swept axis.
 /// This is the one place that maps kinds to figures.
-pub fn layout_for(r: &Results) -> Box<dyn Layout> {
+pub(crate) fn layout_for(r: &Results) -> Box<dyn Layout> {
     match (r.kind().as_str(), r.x_name().as_deref()) {
         ("recovery", Some("lost_fraction")) => Box::new(recovery::PartialRecovery),
         ("recovery", Some("checkpoint_fraction")) => Box::new(recovery::PriorityCheckpoint),
@@ -75,7 +75,7 @@ pub fn layout_for(r: &Results) -> Box<dyn Layout> {
 }
 
 /// `rework_iterations` → `Rework iterations`.
-pub fn humanize(name: &str) -> String {
+pub(crate) fn humanize(name: &str) -> String {
     let s = name.replace('_', " ");
     let mut c = s.chars();
     match c.next() {
@@ -87,7 +87,7 @@ pub fn humanize(name: &str) -> String {
 /// Writes `<dir>/<stem>.svg` and `<dir>/<stem>.png` atomically (creating
 /// `dir`; `stem` must be a plain name, see [`outdir::check_name`]); returns
 /// their paths.
-pub fn write_picture(dir: &Path, stem: &str, picture: Picture<'_>) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_picture(dir: &Path, stem: &str, picture: Picture<'_>) -> Result<Vec<PathBuf>> {
     outdir::ensure_root(dir, &mut outdir::Created::new())?;
     let svg_path = outdir::file(dir, &format!("{stem}.svg"))?;
     let png_path = outdir::file(dir, &format!("{stem}.png"))?;
@@ -99,13 +99,13 @@ pub fn write_picture(dir: &Path, stem: &str, picture: Picture<'_>) -> Result<Vec
 }
 
 /// Draws a results folder's figure as `figure.svg` and `figure.png` in it.
-pub fn draw_results(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn draw_results(dir: &Path) -> Result<Vec<PathBuf>> {
     let r = Results::load(dir)?;
     draw_loaded(&r)
 }
 
 /// Draws already loaded results into their folder.
-pub fn draw_loaded(r: &Results) -> Result<Vec<PathBuf>> {
+pub(crate) fn draw_loaded(r: &Results) -> Result<Vec<PathBuf>> {
     let layout = layout_for(r);
     let context = || format!("{}: cannot draw a {}", r.dir.display(), layout.name());
     if let Some(grid) = layout.grid(r).with_context(context)? {
@@ -118,7 +118,7 @@ pub fn draw_loaded(r: &Results) -> Result<Vec<PathBuf>> {
 /// The folders under `dir` to draw: `dir` itself if it holds results,
 /// otherwise its immediate subfolders that do (sorted by name; links are
 /// not followed).
-pub fn expand_results_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn expand_results_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     if dir.join(MANIFEST_FILE).is_file() || !dir.is_dir() {
         return Ok(vec![dir.to_path_buf()]);
     }
@@ -140,7 +140,7 @@ pub fn expand_results_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 /// one paper figure (`in_paper_figure`) it is titled by its panel letter and
 /// the paper's caption; otherwise by its own title, and the subtitle names
 /// its paper panel.
-pub fn panel_chart(r: &Results, in_paper_figure: bool) -> Result<Chart> {
+pub(crate) fn panel_chart(r: &Results, in_paper_figure: bool) -> Result<Chart> {
     let mut chart = layout_for(r).chart(r)?;
     let panel = r.paper().and_then(|p| paper::parse_panel(&p));
     let mut sub = Vec::new();
@@ -170,7 +170,7 @@ pub fn panel_chart(r: &Results, in_paper_figure: bool) -> Result<Chart> {
 /// Groups results by the paper figure their `paper` field names, known
 /// figures first in the papers' order, then others by name. Results that
 /// name no figure are left out.
-pub fn paper_groups(results: &[Results]) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn paper_groups(results: &[Results]) -> Vec<(String, Vec<usize>)> {
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let Some(p) = r.paper().and_then(|p| paper::parse_panel(&p)) else {
@@ -204,7 +204,7 @@ pub fn paper_groups(results: &[Results]) -> Vec<(String, Vec<usize>)> {
 /// one figure of [`paper::FIGURES`] with distinct panel letters, each goes to
 /// its panel's place in the paper's layout (absent panels are marked);
 /// otherwise panels are laid out in the given order, four per row.
-pub fn grid(results: &[&Results], title: Option<&str>) -> Result<Grid> {
+pub(crate) fn grid(results: &[&Results], title: Option<&str>) -> Result<Grid> {
     let refs: Vec<Option<paper::PanelRef>> = results
         .iter()
         .map(|r| r.paper().and_then(|p| paper::parse_panel(&p)))

@@ -6,25 +6,25 @@
 
 /// A figure of one of the papers, as laid out there.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PaperFigure {
+pub(crate) struct PaperFigure {
     /// The prefix scenarios use in their `paper` field (`SCAR Fig. 6`).
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// File name stem of the assembled grid (`scar-fig6`).
-    pub stem: &'static str,
+    pub(crate) stem: &'static str,
     /// Title of the assembled grid.
-    pub title: &'static str,
+    pub(crate) title: &'static str,
     /// Rows of panels.
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Columns of panels.
-    pub cols: usize,
+    pub(crate) cols: usize,
     /// Panel letters in row-major order, with the paper's panel captions.
-    pub panels: &'static [(char, &'static str)],
+    pub(crate) panels: &'static [(char, &'static str)],
     /// The paper's quantitative claim about this figure, quoted, if any.
-    pub claim: Option<&'static str>,
+    pub(crate) claim: Option<&'static str>,
 }
 
 /// SCAR (arXiv 1810.07354) Figures 3–7, with the panel captions of the paper.
-pub const FIGURES: &[PaperFigure] = &[
+pub(crate) const FIGURES: &[PaperFigure] = &[
     PaperFigure {
         key: "SCAR Fig. 3",
         stem: "scar-fig3",
@@ -107,15 +107,15 @@ pub const FIGURES: &[PaperFigure] = &[
 
 /// A scenario's place in a paper figure.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PanelRef {
+pub(crate) struct PanelRef {
     /// The figure (`SCAR Fig. 6`).
-    pub figure: String,
+    pub(crate) figure: String,
     /// The panel letter, if the `paper` field names one.
-    pub panel: Option<char>,
+    pub(crate) panel: Option<char>,
 }
 
 /// Parses a `paper` field: `"SCAR Fig. 6(e)"` → figure `SCAR Fig. 6`, panel `e`.
-pub fn parse_panel(paper: &str) -> Option<PanelRef> {
+pub(crate) fn parse_panel(paper: &str) -> Option<PanelRef> {
     let p = paper.trim();
     if p.is_empty() {
         return None;
@@ -139,12 +139,12 @@ pub fn parse_panel(paper: &str) -> Option<PanelRef> {
 }
 
 /// The known figure with this key.
-pub fn known(key: &str) -> Option<&'static PaperFigure> {
+pub(crate) fn known(key: &str) -> Option<&'static PaperFigure> {
     FIGURES.iter().find(|f| f.key == key)
 }
 
 /// The paper's caption of panel `letter` of `figure`, if known.
-pub fn panel_caption(figure: &str, letter: char) -> Option<&'static str> {
+pub(crate) fn panel_caption(figure: &str, letter: char) -> Option<&'static str> {
     known(figure)?
         .panels
         .iter()
@@ -154,7 +154,7 @@ pub fn panel_caption(figure: &str, letter: char) -> Option<&'static str> {
 
 /// A file-name stem for a figure key: the known stem, or a slug
 /// (`Dutta Fig. 3` → `dutta-fig-3`).
-pub fn stem_of(key: &str) -> String {
+pub(crate) fn stem_of(key: &str) -> String {
     if let Some(f) = known(key) {
         return f.stem.to_string();
     }
@@ -171,7 +171,7 @@ pub fn stem_of(key: &str) -> String {
 
 /// Rows and columns for `n` panels of a figure not listed in [`FIGURES`]:
 /// one row up to four, then rows of four.
-pub fn auto_shape(n: usize) -> (usize, usize) {
+pub(crate) fn auto_shape(n: usize) -> (usize, usize) {
     let cols = n.clamp(1, 4);
     (n.div_ceil(cols).max(1), cols)
 }

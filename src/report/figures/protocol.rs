@@ -17,10 +17,10 @@ use crate::report::Table;
 mod adaptive;
 
 /// File with the loss-vs-time curves of a training protocol scenario.
-pub const LOSS_VS_TIME: &str = "loss_vs_time.csv";
+pub(crate) const LOSS_VS_TIME: &str = "loss_vs_time.csv";
 
 /// Whether the results are a protocol scenario with training in the loop.
-pub fn is_training(r: &Results) -> bool {
+pub(crate) fn is_training(r: &Results) -> bool {
     r.dir.join(LOSS_VS_TIME).is_file()
 }
 
@@ -70,7 +70,7 @@ impl<'a> Csv<'a> {
 }
 
 /// Wall-clock time per iteration against K, one panel per P (Dutta et al. §4).
-pub struct Runtime;
+pub(crate) struct Runtime;
 
 /// One protocol's measured curve and closed form within one P.
 struct RuntimeCurve {
@@ -172,7 +172,7 @@ impl Runtime {
             title: format!("P = {p} workers"),
             subtitle: r.subtitle(),
             x: Axis::linear("K").log2().with_ticks(ks),
-            y: Axis::linear("Wall-clock time per iteration").from_zero(),
+            y: Axis::linear("Wall-clock time per iteration").anchored_at_zero(),
             series,
             dodge: true,
         }
@@ -373,7 +373,7 @@ impl ErrorRuntime {
         Chart {
             title,
             subtitle: r.subtitle(),
-            x: Axis::linear("Wall-clock time").from_zero(),
+            x: Axis::linear("Wall-clock time").anchored_at_zero(),
             y: if positive { y.log2() } else { y },
             series,
             dodge: false,

@@ -13,20 +13,20 @@ use super::{Layout, humanize};
 
 /// SCAR Figure 6: x = fraction of failed parameters, y = rework iterations,
 /// one line per series (full, partial) with 95% CI error bars.
-pub struct PartialRecovery;
+pub(crate) struct PartialRecovery;
 
 /// SCAR Figure 7: x = checkpoint frequency relative to full checkpoints
 /// (1/r for the CSV's checkpoint fraction r: 1, 2, 4, 8, evenly spaced on a
 /// log axis), y = rework iterations, one line per selector with error bars,
 /// and the traditional checkpoint (a reference series) as a dashed black line.
-pub struct PriorityCheckpoint;
+pub(crate) struct PriorityCheckpoint;
 
 /// Any other recovery sweep (PS nodes lost, checkpoint interval, failure
 /// probability): rework iterations against the swept value.
-pub struct RecoverySweep;
+pub(crate) struct RecoverySweep;
 
 /// The SCAR §5.3 claims about Figure 6: (lost fraction, label, paper's range in %).
-pub const PARTIAL_CLAIMS: [(f64, &str, (f64, f64)); 3] = [
+pub(crate) const PARTIAL_CLAIMS: [(f64, &str, (f64, f64)); 3] = [
     (0.25, "1/4", (59.0, 89.0)),
     (0.5, "1/2", (31.0, 62.0)),
     (0.75, "3/4", (12.0, 42.0)),
@@ -34,7 +34,7 @@ pub const PARTIAL_CLAIMS: [(f64, &str, (f64, f64)); 3] = [
 
 /// The SCAR §5.4 claim about Figure 7: priority checkpoints of this fraction
 /// (at 1/r = 8 times the frequency) vs traditional checkpoints, range in %.
-pub const PRIORITY_CLAIM: (f64, (f64, f64)) = (0.125, (78.0, 95.0));
+pub(crate) const PRIORITY_CLAIM: (f64, (f64, f64)) = (0.125, (78.0, 95.0));
 
 impl Layout for PartialRecovery {
     fn name(&self) -> &'static str {
@@ -334,7 +334,7 @@ fn series_chart(
         title: r.title(),
         subtitle: r.subtitle(),
         x,
-        y: Axis::linear(humanize(&metric)).from_zero(),
+        y: Axis::linear(humanize(&metric)).anchored_at_zero(),
         series,
         dodge: true,
     })
@@ -384,7 +384,8 @@ fn mean_ci(row: &SummaryRow) -> String {
 mod tests {
     use super::*;
     use crate::report::Table;
-    use crate::report::figures::{Scale, layout_for};
+    use crate::report::figures::chart::Scale;
+    use crate::report::figures::layout_for;
     use serde_json::json;
 
     /// Results of a handcrafted recovery scenario: `rows` are

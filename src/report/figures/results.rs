@@ -14,44 +14,44 @@ use crate::report::Table;
 #[derive(Clone, Debug)]
 pub struct Results {
     /// The folder.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// `manifest.json`.
-    pub manifest: Value,
+    pub(crate) manifest: Value,
     /// `summary.csv`: one row per (series, x).
-    pub summary: Table,
+    pub(crate) summary: Table,
     /// `trials.csv` (one row per trial), when the folder has one.
-    pub trials: Option<Table>,
+    pub(crate) trials: Option<Table>,
 }
 
 /// One row of `summary.csv`, as numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SummaryRow {
+pub(crate) struct SummaryRow {
     /// Series name.
-    pub series: String,
+    pub(crate) series: String,
     /// Value of the swept parameter.
-    pub x: f64,
+    pub(crate) x: f64,
     /// Mean over trials.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Lower end of the 95% CI (NaN if absent).
-    pub lo: f64,
+    pub(crate) lo: f64,
     /// Upper end of the 95% CI (NaN if absent).
-    pub hi: f64,
+    pub(crate) hi: f64,
 }
 
 /// The data a scenario ran on, as its manifest tells.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DataLabel {
+pub(crate) struct DataLabel {
     /// Dataset name (`mnist`, `covtype`, …), if known.
-    pub dataset: Option<String>,
+    pub(crate) dataset: Option<String>,
     /// `Some(true)` for real files, `Some(false)` for a synthetic stand-in.
-    pub real: Option<bool>,
+    pub(crate) real: Option<bool>,
     /// Size of a stand-in relative to the real dataset.
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
 }
 
 impl DataLabel {
     /// "real MNIST", "synthetic stand-in for MNIST (scale 0.05)", …
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.dataset.as_deref() == Some("none") {
             return "no dataset (objective defined in code)".to_string();
         }
@@ -71,7 +71,7 @@ impl DataLabel {
     }
 
     /// "real" or "stand-in" (or "unknown").
-    pub fn short(&self) -> &'static str {
+    pub(crate) fn short(&self) -> &'static str {
         match self.real {
             Some(true) => "real",
             Some(false) => "stand-in",
@@ -81,7 +81,7 @@ impl DataLabel {
 }
 
 /// The paper's spelling of a dataset name.
-pub fn pretty_dataset(name: &str) -> String {
+pub(crate) fn pretty_dataset(name: &str) -> String {
     match name {
         "mnist" => "MNIST",
         "covtype" => "CoverType",
@@ -142,7 +142,7 @@ impl Results {
     }
 
     /// The scenario kind (`recovery`, …); empty if the manifest does not say.
-    pub fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         self.meta("kind")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -150,7 +150,7 @@ impl Results {
     }
 
     /// The scenario name (the folder name if the manifest does not say).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.meta("name")
             .and_then(Value::as_str)
             .map(str::to_string)
@@ -163,7 +163,7 @@ impl Results {
     }
 
     /// The scenario's one-line title.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         self.meta("title")
             .and_then(Value::as_str)
             .map(str::to_string)
@@ -171,38 +171,38 @@ impl Results {
     }
 
     /// The paper panel it reproduces (`SCAR Fig. 6(a)`), if any.
-    pub fn paper(&self) -> Option<String> {
+    pub(crate) fn paper(&self) -> Option<String> {
         self.meta("paper")
             .and_then(Value::as_str)
             .map(str::to_string)
     }
 
     /// Trials per point.
-    pub fn trials_per_point(&self) -> Option<u64> {
+    pub(crate) fn trials_per_point(&self) -> Option<u64> {
         self.manifest["trials"]
             .as_u64()
             .or_else(|| self.meta("trials").and_then(Value::as_u64))
     }
 
     /// Seconds the run took.
-    pub fn wall_time_seconds(&self) -> Option<f64> {
+    pub(crate) fn wall_time_seconds(&self) -> Option<f64> {
         self.manifest["wall_time_seconds"].as_f64()
     }
 
     /// CPU seconds the run used, all threads (from the manifest; absent for
     /// merged shards and older manifests).
-    pub fn cpu_time_seconds(&self) -> Option<f64> {
+    pub(crate) fn cpu_time_seconds(&self) -> Option<f64> {
         self.manifest["details"]["cpu_time_seconds"].as_f64()
     }
 
     /// Units that took their outcome from another scenario of the same
     /// `reproduce` instead of running (absent in older manifests).
-    pub fn units_from_other_scenarios(&self) -> Option<u64> {
+    pub(crate) fn units_from_other_scenarios(&self) -> Option<u64> {
         self.manifest["details"]["units_from_other_scenarios"].as_u64()
     }
 
     /// Real or synthetic data, from the manifest (or the `data` CSV column).
-    pub fn data(&self) -> DataLabel {
+    pub(crate) fn data(&self) -> DataLabel {
         let d = &self.manifest["data"];
         let first = |col: &str| {
             self.summary
@@ -228,7 +228,7 @@ impl Results {
     }
 
     /// "scenario · paper panel · data · N trials per point".
-    pub fn subtitle(&self) -> String {
+    pub(crate) fn subtitle(&self) -> String {
         let mut parts = vec![self.name()];
         if let Some(p) = self.paper() {
             parts.push(p);
@@ -241,18 +241,18 @@ impl Results {
     }
 
     /// The first value of column `col` in `summary.csv`.
-    pub fn first_value(&self, col: &str) -> Option<String> {
+    pub(crate) fn first_value(&self, col: &str) -> Option<String> {
         let c = self.summary.column(col)?;
         self.summary.rows.first().map(|r| r[c].clone())
     }
 
     /// The swept parameter (`x_name` column), if the summary has one.
-    pub fn x_name(&self) -> Option<String> {
+    pub(crate) fn x_name(&self) -> Option<String> {
         self.first_value("x_name")
     }
 
     /// The value of column `col` in the first summary row of `series`.
-    pub fn series_value(&self, series: &str, col: &str) -> Option<String> {
+    pub(crate) fn series_value(&self, series: &str, col: &str) -> Option<String> {
         let s = self.summary.column("series")?;
         let c = self.summary.column(col)?;
         self.summary
@@ -264,7 +264,7 @@ impl Results {
 
     /// Summary rows as numbers. Needs `x` and `mean`; `series` defaults to
     /// the metric name and the CI columns to NaN.
-    pub fn rows(&self) -> Result<Vec<SummaryRow>> {
+    pub(crate) fn rows(&self) -> Result<Vec<SummaryRow>> {
         let path = self.dir.join("summary.csv");
         let t = &self.summary;
         let need = |name: &str| {
@@ -312,7 +312,7 @@ impl Results {
     }
 
     /// Series names in order of first appearance in `summary.csv`.
-    pub fn series_names(&self) -> Result<Vec<String>> {
+    pub(crate) fn series_names(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = Vec::new();
         for r in self.rows()? {
             if !names.contains(&r.series) {
@@ -324,7 +324,7 @@ impl Results {
 
     /// Whether the scenario marks `series` as a reference (not swept; drawn
     /// as a dashed line), from `scenario.series[].reference` in the manifest.
-    pub fn is_reference(&self, series: &str) -> bool {
+    pub(crate) fn is_reference(&self, series: &str) -> bool {
         self.manifest["scenario"]["series"]
             .as_array()
             .into_iter()
@@ -334,7 +334,7 @@ impl Results {
 
     /// Per-trial values of column `col` for (`series`, `x`) from
     /// `trials.csv`, keyed by trial index (sorted).
-    pub fn trial_values(&self, series: &str, x: f64, col: &str) -> Result<Vec<(u64, f64)>> {
+    pub(crate) fn trial_values(&self, series: &str, x: f64, col: &str) -> Result<Vec<(u64, f64)>> {
         let path = self.dir.join("trials.csv");
         let t = self
             .trials

@@ -24,11 +24,11 @@ use super::results::Results;
 use crate::report::Table;
 
 /// Theorem 1 against measured iteration costs (SCAR Figures 3–5).
-pub struct IterationCostBound;
+pub(crate) struct IterationCostBound;
 
 /// The reduced-precision error floor against its prediction (Example 2.1,
 /// Appendix B.1).
-pub struct PrecisionFloor;
+pub(crate) struct PrecisionFloor;
 
 /// Points of the red bound line (log-spaced over the x range).
 const BOUND_POINTS: usize = 200;
@@ -230,7 +230,7 @@ impl Layout for IterationCostBound {
                 super::render::tick_label(r0)
             ),
             x: x_axis,
-            y: Axis::linear("Iteration cost (iterations)").from_zero(),
+            y: Axis::linear("Iteration cost (iterations)").anchored_at_zero(),
             series,
             dodge: false,
         })
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn log_axes_tick_every_decade_or_give_up() {
         let a = log_axis("x", 2e-4, 0.7).unwrap();
-        assert_eq!(a.scale, super::super::Scale::Log2);
+        assert_eq!(a.scale, crate::report::figures::chart::Scale::Log2);
         let ticks = a.ticks.unwrap();
         assert_eq!(ticks.len(), 5);
         for (t, d) in ticks.iter().zip(-4..=0) {

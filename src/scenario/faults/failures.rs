@@ -9,7 +9,7 @@ use crate::scenario::{SourceText, limits};
 
 /// Most outages a failure process may produce in one run (expected, for a
 /// Poisson process).
-pub const MAX_OUTAGES: f64 = 1e6;
+pub(crate) const MAX_OUTAGES: f64 = 1e6;
 
 /// Every node a failure names must exist in every series: shard `s`'s
 /// chain is nodes `s·chain..(s+1)·chain` (chain 1 unless the strategy is

@@ -64,7 +64,7 @@ pub(super) fn interval(
 /// Most steps (checkpoint segments plus failures) of one checkpoint/restart
 /// timeline, expected; a timeline that needs more (failures far more often
 /// than a segment and its checkpoint take) would practically never finish.
-pub const MAX_TIMELINE_STEPS: f64 = 1e7;
+pub(crate) const MAX_TIMELINE_STEPS: f64 = 1e7;
 
 /// Refuses intervals whose timelines would practically never finish: the
 /// expected number of failures of one timeline is its expected wall time

@@ -78,8 +78,6 @@ mod interval;
 mod iterations;
 mod wallclock;
 
-pub use failures::MAX_OUTAGES;
-pub use interval::MAX_TIMELINE_STEPS;
 use interval::interval;
 use iterations::iterations;
 use wallclock::wallclock;
@@ -88,7 +86,7 @@ use wallclock::wallclock;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FaultsScenario {
     /// Name, title, paper, trials, seed.
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// What it measures.
     pub measure: FaultsMeasure,
 }
@@ -107,80 +105,80 @@ pub enum FaultsMeasure {
 
 /// Prices per node-hour.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Prices {
+pub(crate) struct Prices {
     /// On-demand price per node-hour.
-    pub on_demand: f64,
+    pub(crate) on_demand: f64,
     /// Spot price per node-hour.
-    pub spot: f64,
+    pub(crate) spot: f64,
 }
 
 /// One strategy series of a wall-clock scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WallclockSeries {
+pub(crate) struct WallclockSeries {
     /// Legend name.
-    pub name: String,
+    pub(crate) name: String,
     /// The strategy.
-    pub strategy: Strategy,
+    pub(crate) strategy: Strategy,
     /// Whether its checkpoints persist asynchronously.
-    pub asynchronous: bool,
+    pub(crate) asynchronous: bool,
 }
 
 /// `[wallclock]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WallclockConfig {
     /// The gradient model.
-    pub model: GradientSpec,
+    pub(crate) model: GradientSpec,
     /// η.
-    pub eta: f64,
+    pub(crate) eta: f64,
     /// Values of P.
-    pub workers: Vec<usize>,
+    pub(crate) workers: Vec<usize>,
     /// PS shards.
-    pub ps_nodes: usize,
+    pub(crate) ps_nodes: usize,
     /// Gradient compute time.
-    pub compute_time: Delay,
+    pub(crate) compute_time: Delay,
     /// Communication time per gradient.
-    pub communication_time: Option<Delay>,
+    pub(crate) communication_time: Option<Delay>,
     /// Simulated seconds per run.
-    pub horizon: f64,
+    pub(crate) horizon: f64,
     /// Grid spacing of the curves.
-    pub grid_step: f64,
+    pub(crate) grid_step: f64,
     /// Loss subsample size (MLR).
-    pub loss_subsample: usize,
+    pub(crate) loss_subsample: usize,
     /// Loss criterion for the time-to-criterion metric.
-    pub criterion: f64,
+    pub(crate) criterion: f64,
     /// Detection delay.
-    pub detection: f64,
+    pub(crate) detection: f64,
     /// Restore time.
-    pub restart: f64,
+    pub(crate) restart: f64,
     /// Replacement join time (INFINITY: none).
-    pub join: f64,
+    pub(crate) join: f64,
     /// Also run each series without failures.
-    pub without_failure: bool,
+    pub(crate) without_failure: bool,
     /// Checkpoint costs (persist mode per series).
-    pub checkpoint: CheckpointCost,
+    pub(crate) checkpoint: CheckpointCost,
     /// The failure process.
-    pub failure: FailureProcess,
+    pub(crate) failure: FailureProcess,
     /// Prices, if given.
-    pub prices: Option<Prices>,
+    pub(crate) prices: Option<Prices>,
     /// The strategies.
-    pub series: Vec<WallclockSeries>,
+    pub(crate) series: Vec<WallclockSeries>,
 }
 
 impl WallclockConfig {
     /// The grid times 0, step, … ≤ horizon.
-    pub fn grid(&self) -> Vec<f64> {
+    pub(crate) fn grid(&self) -> Vec<f64> {
         (0..self.grid_points())
             .map(|i| i as f64 * self.grid_step)
             .collect()
     }
 
     /// How many grid times [`WallclockConfig::grid`] has.
-    pub fn grid_points(&self) -> usize {
+    pub(crate) fn grid_points(&self) -> usize {
         (self.horizon / self.grid_step + 1e-9).floor() as usize + 1
     }
 
     /// Points: (series, P, with failures), series-major, then P, then failures first.
-    pub fn points(&self) -> Vec<(usize, usize, bool)> {
+    pub(crate) fn points(&self) -> Vec<(usize, usize, bool)> {
         let mut out = Vec::new();
         for s in 0..self.series.len() {
             for &p in &self.workers {
@@ -196,66 +194,66 @@ impl WallclockConfig {
 
 /// One policy series of an iteration-domain scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct IterationsSeries {
+pub(crate) struct IterationsSeries {
     /// Legend name.
-    pub name: String,
+    pub(crate) name: String,
     /// Checkpoint policy (C in iterations, r, selector).
-    pub checkpoint: CheckpointPolicy,
+    pub(crate) checkpoint: CheckpointPolicy,
     /// Recovery policy.
-    pub recovery: RecoveryPolicy,
+    pub(crate) recovery: RecoveryPolicy,
     /// Persist asynchronously.
-    pub asynchronous: bool,
+    pub(crate) asynchronous: bool,
 }
 
 /// `[iterations]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IterationsConfig {
     /// The block model.
-    pub model: ModelSpec,
+    pub(crate) model: ModelSpec,
     /// Seconds per iteration.
-    pub iteration_time: f64,
+    pub(crate) iteration_time: f64,
     /// Seconds to persist every block.
-    pub write_time: f64,
+    pub(crate) write_time: f64,
     /// Seconds to choose and cache every block.
-    pub cache_time: f64,
+    pub(crate) cache_time: f64,
     /// Detection delay.
-    pub detection: f64,
+    pub(crate) detection: f64,
     /// Restore time.
-    pub restart: f64,
+    pub(crate) restart: f64,
     /// The criterion is the unperturbed run's metric at this iteration.
-    pub criterion_iteration: usize,
+    pub(crate) criterion_iteration: usize,
     /// Iteration cap.
-    pub max_iterations: usize,
+    pub(crate) max_iterations: usize,
     /// T (1-based).
-    pub failure_iteration: usize,
+    pub(crate) failure_iteration: usize,
     /// Fraction of iteration T done when the failure strikes.
-    pub failure_offset: f64,
+    pub(crate) failure_offset: f64,
     /// PS nodes the blocks are placed on.
-    pub ps_nodes: usize,
+    pub(crate) ps_nodes: usize,
     /// Fraction of the PS nodes the failure takes down.
-    pub lost_fraction: f64,
+    pub(crate) lost_fraction: f64,
     /// The policies.
-    pub series: Vec<IterationsSeries>,
+    pub(crate) series: Vec<IterationsSeries>,
 }
 
 /// `[interval]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IntervalConfig {
     /// T_s: work in seconds.
-    pub solve_time: f64,
+    pub(crate) solve_time: f64,
     /// δ.
-    pub checkpoint_time: f64,
+    pub(crate) checkpoint_time: f64,
     /// R.
-    pub restart_time: f64,
+    pub(crate) restart_time: f64,
     /// System MTBFs swept (one series each).
     pub mtbf: Vec<f64>,
     /// Intervals as multiples of Daly's higher-order optimum.
-    pub factors: Vec<f64>,
+    pub(crate) factors: Vec<f64>,
 }
 
 impl FaultsScenario {
     /// Number of points (units per trial).
-    pub fn point_count(&self) -> usize {
+    pub(crate) fn point_count(&self) -> usize {
         match &self.measure {
             FaultsMeasure::Wallclock(w) => w.points().len(),
             FaultsMeasure::Iterations(i) => i.series.len(),
@@ -457,7 +455,7 @@ fn persist_mode(
 }
 
 /// Parses and validates a `faults` scenario.
-pub fn parse(src: &SourceText) -> Result<FaultsScenario> {
+pub(crate) fn parse(src: &SourceText) -> Result<FaultsScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
@@ -468,14 +466,9 @@ pub fn parse(src: &SourceText) -> Result<FaultsScenario> {
         "series",
         raw.series.as_deref().map_or(0, <[_]>::len),
     )?;
-    let meta = Meta {
-        kind: "faults".into(),
-        name: raw.name.get_ref().clone(),
-        title: raw.title.clone(),
-        paper: raw.paper.clone(),
-        trials,
-        seed: raw.seed,
-    };
+    let meta = Meta::new(
+        "faults", &raw.name, &raw.title, &raw.paper, trials, raw.seed,
+    );
     let measure = match (&raw.wallclock, &raw.iterations, &raw.interval) {
         (Some(w), None, None) => FaultsMeasure::Wallclock(wallclock(src, &raw, w)?),
         (None, Some(i), None) => FaultsMeasure::Iterations(iterations(src, &raw, i)?),

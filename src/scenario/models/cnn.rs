@@ -26,7 +26,7 @@ const SCAR_ONLY_KEYS: [&str; 8] = [
 /// shared model parser requires (`partitioning = "by-layer"`, `metric =
 /// "subset"`; neither changes the gradients), so that
 /// [`ModelSpec::parse`](crate::model::ModelSpec::parse) can read it.
-pub fn protocol_table(
+pub(crate) fn protocol_table(
     src: &SourceText,
     span: Range<usize>,
     table: &toml::Table,

@@ -15,7 +15,7 @@ impl GradientSpec {
     /// goes through [`ModelSpec::parse`] (its checks and errors) and then
     /// becomes a [`GradientSpec`] if it has a gradient implementation (MLR,
     /// CNN); any other kind is an error at `model.kind`.
-    pub fn parse(
+    pub(crate) fn parse(
         src: &SourceText,
         span: Range<usize>,
         table: &toml::Table,
@@ -88,16 +88,12 @@ mod tests {
             toml::to_string(&spec).unwrap()
         );
 
-        let spec = ModelSpec::Cnn(CnnSpec {
-            dataset: DatasetName::Mnist,
-            partitioning: Partitioning::ByShard { shards: 3 },
-            batch_size: 16,
-            learning_rate: 0.01,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            metric: CnnMetric::Subset { examples: 64 },
-        });
+        let spec = ModelSpec::Cnn(CnnSpec::mnist(
+            Partitioning::ByShard { shards: 3 },
+            16,
+            0.01,
+            CnnMetric::Subset { examples: 64 },
+        ));
         let cnn = GradientSpec::try_from(spec.clone()).unwrap();
         assert_eq!(cnn.kind_name(), "cnn");
         assert_eq!(cnn.model_spec(), Some(spec.clone()));

@@ -77,10 +77,6 @@ enum RawPartitioning {
     ByShard,
 }
 
-/// Appendix D's Adam settings, the defaults of a `cnn` model.
-const ADAM_BETA1: f64 = 0.9;
-const ADAM_BETA2: f64 = 0.999;
-const ADAM_EPSILON: f64 = 1e-8;
 /// Default S of by-shard partitioning: one shard per PS node of the default
 /// 8-node cluster, so a tensor can be spread over every node.
 const DEFAULT_SHARDS: usize = 8;
@@ -112,7 +108,11 @@ struct RawCnn {
 
 impl ModelSpec {
     /// Reads a scenario's `[model]` table (located at `span` in `src`).
-    pub fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<ModelSpec> {
+    pub(crate) fn parse(
+        src: &SourceText,
+        span: Range<usize>,
+        table: &toml::Table,
+    ) -> Result<ModelSpec> {
         let kind = match table.get("kind").and_then(|k| k.as_str()) {
             Some(k) => k,
             None => {
@@ -253,9 +253,12 @@ fn parse_cnn(src: &SourceText, span: Range<usize>, raw: RawCnn) -> Result<ModelS
         partitioning,
         batch_size: raw.batch_size,
         learning_rate: positive("model.learning_rate", raw.learning_rate)?,
-        beta1: beta("model.beta1", raw.beta1.unwrap_or(ADAM_BETA1))?,
-        beta2: beta("model.beta2", raw.beta2.unwrap_or(ADAM_BETA2))?,
-        epsilon: positive("model.epsilon", raw.epsilon.unwrap_or(ADAM_EPSILON))?,
+        beta1: beta("model.beta1", raw.beta1.unwrap_or(CnnSpec::ADAM_BETA1))?,
+        beta2: beta("model.beta2", raw.beta2.unwrap_or(CnnSpec::ADAM_BETA2))?,
+        epsilon: positive(
+            "model.epsilon",
+            raw.epsilon.unwrap_or(CnnSpec::ADAM_EPSILON),
+        )?,
         metric,
     }))
 }

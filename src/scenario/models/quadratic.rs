@@ -11,7 +11,7 @@ use crate::scenario::SourceText;
 
 impl QuadraticConfig {
     /// Reads and checks a `[model] kind = "quadratic"` table.
-    pub fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<Self> {
+    pub(crate) fn parse(src: &SourceText, span: Range<usize>, table: &toml::Table) -> Result<Self> {
         let mut t = table.clone();
         t.remove("kind");
         let cfg: QuadraticConfig = QuadraticConfig::deserialize(toml::Value::Table(t))

@@ -43,7 +43,7 @@ use crate::model::ModelSpec;
 /// What a perturbation does to the state (SCAR §5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PerturbationKind {
+pub(crate) enum PerturbationKind {
     /// δ = s·g/‖g‖ with g ~ N(0, I) over the flat parameter vector and s the
     /// drawn target norm (Figure 3, Figure 4(a)).
     Random,
@@ -57,7 +57,7 @@ pub enum PerturbationKind {
 
 impl PerturbationKind {
     /// The name used in scenarios and CSV files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PerturbationKind::Random => "random",
             PerturbationKind::Adversarial => "adversarial",
@@ -94,7 +94,7 @@ pub enum Schedule {
 impl Schedule {
     /// The iteration of the one perturbation of a run whose unperturbed
     /// counterpart converges at iteration `b`; `None` for ρ per iteration.
-    pub fn once_at(&self, b: usize) -> Option<usize> {
+    pub(crate) fn once_at(&self, b: usize) -> Option<usize> {
         match *self {
             Schedule::Once { iteration } => Some(iteration),
             Schedule::AtRunFraction { fraction } => Some((fraction * b as f64).floor() as usize),
@@ -106,7 +106,7 @@ impl Schedule {
 /// A distribution for a positive number drawn once per perturbation.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "distribution", rename_all = "kebab-case")]
-pub enum Draw {
+pub(crate) enum Draw {
     /// Always `value`.
     Fixed {
         /// The value.
@@ -130,7 +130,7 @@ pub enum Draw {
 
 impl Draw {
     /// One draw from `u`, a uniform number in [0, 1).
-    pub fn at(&self, u: f64) -> f64 {
+    pub(crate) fn at(&self, u: f64) -> f64 {
         match *self {
             Draw::Fixed { value } => value,
             Draw::Uniform { min, max } => min + (max - min) * u,
@@ -142,7 +142,7 @@ impl Draw {
 /// What a drawn perturbation norm is measured in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum NormScale {
+pub(crate) enum NormScale {
     /// The norm is ‖δ‖ itself (default).
     #[default]
     Absolute,
@@ -153,17 +153,17 @@ pub enum NormScale {
 
 /// The size of random and adversarial perturbations.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct NormSpec {
+pub(crate) struct NormSpec {
     /// Distribution of the norm.
-    pub draw: Draw,
+    pub(crate) draw: Draw,
     /// Unit of the drawn number.
-    pub relative_to: NormScale,
+    pub(crate) relative_to: NormScale,
 }
 
 /// How the linear rate c used in the bound is obtained.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RateMethod {
+pub(crate) enum RateMethod {
     /// max_k ‖x(k+1) − x*‖/‖x(k) − x*‖ over the unperturbed run k = 0..B
     /// (default): the smallest c for which assumption (3) holds at every
     /// step of the measured run.
@@ -180,7 +180,7 @@ pub enum RateMethod {
 
 impl RateMethod {
     /// The name used in scenarios and CSV files.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RateMethod::Fitted => "fitted",
             RateMethod::MaxRatio => "max-ratio",
@@ -192,7 +192,7 @@ impl RateMethod {
 /// How the convergence criterion ε is set.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CriterionSpec {
+pub(crate) enum CriterionSpec {
     /// ε itself (for a scaled-down stand-in it is scaled like the recovery kind).
     Value(f64),
     /// ε = (1 − 10⁻⁹)·metric(x(n−1)): the unperturbed run converges at
@@ -206,7 +206,7 @@ pub enum CriterionSpec {
 /// How the optimum x* is obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OptimumSpec {
+pub(crate) enum OptimumSpec {
     /// x* := x(N), the unperturbed run continued (same data order) to N
     /// iterations ("x* estimated by running to convergence").
     LongRun {
@@ -219,41 +219,41 @@ pub enum OptimumSpec {
 
 /// The theory settings: how x* and c are estimated.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct TheorySpec {
+pub(crate) struct TheorySpec {
     /// How x* is obtained.
-    pub optimum: OptimumSpec,
+    pub(crate) optimum: OptimumSpec,
     /// How c is obtained.
-    pub rate: RateMethod,
+    pub(crate) rate: RateMethod,
 }
 
 /// One series: a perturbation kind, schedule and size.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PerturbationSeries {
     /// Series name (legend, `series` column).
-    pub name: String,
+    pub(crate) name: String,
     /// What the perturbation does.
-    pub kind: PerturbationKind,
+    pub(crate) kind: PerturbationKind,
     /// When it strikes.
     pub schedule: Schedule,
     /// Norm of random/adversarial perturbations.
-    pub norm: Option<NormSpec>,
+    pub(crate) norm: Option<NormSpec>,
     /// Fraction of blocks reset (reset perturbations).
-    pub fraction: Option<Draw>,
+    pub(crate) fraction: Option<Draw>,
 }
 
 /// A validated `perturbation` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PerturbationScenario {
     /// Name, title, paper panel, trials, seed.
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// The model.
-    pub model: ModelSpec,
+    pub(crate) model: ModelSpec,
     /// ε.
-    pub criterion: CriterionSpec,
+    pub(crate) criterion: CriterionSpec,
     /// Perturbed runs are censored here.
-    pub max_iterations: usize,
+    pub(crate) max_iterations: usize,
     /// How x* and c are estimated.
-    pub theory: TheorySpec,
+    pub(crate) theory: TheorySpec,
     /// The series (at least one); every series runs `meta.trials` trials.
     pub series: Vec<PerturbationSeries>,
 }
@@ -440,7 +440,7 @@ pub(crate) fn parse_theory(
 }
 
 /// The model's known optimum as flat parameters, where it is known (QP: A⁻¹b).
-pub fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
+pub(crate) fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
     match model {
         ModelSpec::Qp { .. } => Some(crate::model::qp::OPTIMUM.to_vec()),
         _ => None,
@@ -448,7 +448,7 @@ pub fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
 }
 
 /// The model's analytic linear rate c, where it is known (QP: max|1 − αλ_i|).
-pub fn analytic_rate(model: &ModelSpec) -> Option<f64> {
+pub(crate) fn analytic_rate(model: &ModelSpec) -> Option<f64> {
     match model {
         ModelSpec::Qp { step_size, .. } => Some(crate::model::qp::contraction_rate(*step_size)),
         _ => None,
@@ -508,7 +508,7 @@ fn parse_draw(
 }
 
 /// Parses and validates a `perturbation` scenario.
-pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
+pub(crate) fn parse(src: &SourceText) -> Result<PerturbationScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
@@ -539,14 +539,14 @@ pub fn parse(src: &SourceText) -> Result<PerturbationScenario> {
         });
     }
     Ok(PerturbationScenario {
-        meta: Meta {
-            kind: "perturbation".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
+        meta: Meta::new(
+            "perturbation",
+            &raw.name,
+            &raw.title,
+            &raw.paper,
             trials,
-            seed: raw.seed,
-        },
+            raw.seed,
+        ),
         model,
         criterion,
         max_iterations,

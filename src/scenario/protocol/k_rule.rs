@@ -19,22 +19,22 @@ use crate::scenario::SourceText;
 
 /// A `k_rule` as the scenario gives it (`max` still open until P is known).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct KRule {
+pub(crate) struct KRule {
     /// K at time 0.
-    pub start: usize,
+    pub(crate) start: usize,
     /// K is multiplied by this when the loss plateaus.
-    pub factor: usize,
+    pub(crate) factor: usize,
     /// Largest K (`None`: P).
-    pub max: Option<usize>,
+    pub(crate) max: Option<usize>,
     /// Observed losses per window.
-    pub window: usize,
+    pub(crate) window: usize,
     /// Relative decrease below which a window counts as flat.
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
 }
 
 impl KRule {
     /// The rule with P = `workers` workers.
-    pub fn at(&self, workers: usize) -> PlateauRule {
+    pub(crate) fn at(&self, workers: usize) -> PlateauRule {
         PlateauRule {
             start: self.start,
             factor: self.factor,

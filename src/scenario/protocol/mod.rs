@@ -61,12 +61,12 @@ mod checks;
 mod delay;
 mod k_rule;
 pub(crate) use delay::{RawDelay, parse_delay};
-pub use k_rule::KRule;
+pub(crate) use k_rule::KRule;
 
 /// Which Ks a series runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum KChoice {
+pub(crate) enum KChoice {
     /// These values.
     Values(Vec<usize>),
     /// Every K that divides P.
@@ -79,57 +79,57 @@ pub enum KChoice {
 
 /// One series to compare.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ProtocolSeries {
+pub(crate) struct ProtocolSeries {
     /// Name (legend; `series` column, with " K=k" appended when it runs several K).
-    pub name: String,
+    pub(crate) name: String,
     /// The protocol.
-    pub protocol: Protocol,
+    pub(crate) protocol: Protocol,
     /// Which K.
-    pub k: KChoice,
+    pub(crate) k: KChoice,
     /// The staleness-aware learning rate, if used.
-    pub staleness_aware: Option<StalenessAware>,
+    pub(crate) staleness_aware: Option<StalenessAware>,
 }
 
 /// Settings of a runtime measurement.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RuntimeConfig {
+pub(crate) struct RuntimeConfig {
     /// Updates run before the clock starts (lets asynchronous runs reach steady state).
-    pub warmup_updates: u64,
+    pub(crate) warmup_updates: u64,
     /// Updates measured.
-    pub updates: u64,
+    pub(crate) updates: u64,
 }
 
 /// Settings of an error-vs-wall-clock measurement.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TrainingConfig {
+pub(crate) struct TrainingConfig {
     /// The model.
-    pub model: GradientSpec,
+    pub(crate) model: GradientSpec,
     /// η (from the model table).
-    pub eta: f64,
+    pub(crate) eta: f64,
     /// Simulated time of each run.
-    pub horizon: f64,
+    pub(crate) horizon: f64,
     /// Spacing of the common time grid.
-    pub grid_step: f64,
+    pub(crate) grid_step: f64,
     /// MLR: examples in the loss subsample.
-    pub loss_subsample: usize,
+    pub(crate) loss_subsample: usize,
     /// updates.csv: loss every N updates (0: not evaluated per update).
-    pub loss_every: u64,
+    pub(crate) loss_every: u64,
     /// Trials (0..n) whose every update is written to updates.csv.
-    pub record_trials: usize,
+    pub(crate) record_trials: usize,
     /// Fraction of the horizon at its end over which the error floor is averaged.
-    pub floor_window: f64,
+    pub(crate) floor_window: f64,
 }
 
 impl TrainingConfig {
     /// The grid times 0, step, 2·step, … ≤ horizon.
-    pub fn grid(&self) -> Vec<f64> {
+    pub(crate) fn grid(&self) -> Vec<f64> {
         (0..self.grid_points())
             .map(|i| i as f64 * self.grid_step)
             .collect()
     }
 
     /// How many grid times [`TrainingConfig::grid`] has.
-    pub fn grid_points(&self) -> usize {
+    pub(crate) fn grid_points(&self) -> usize {
         (self.horizon / self.grid_step + 1e-9).floor() as usize + 1
     }
 }
@@ -137,7 +137,7 @@ impl TrainingConfig {
 /// What a scenario measures.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Measure {
+pub(crate) enum Measure {
     /// Wall-clock time per iteration, no model.
     Runtime(RuntimeConfig),
     /// Loss against wall-clock time, with a model in the loop.
@@ -148,59 +148,59 @@ pub enum Measure {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProtocolScenario {
     /// Name, title, paper panel, trials, seed.
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// The values of P.
     pub workers: Vec<usize>,
     /// Compute-time distribution of one gradient.
-    pub compute_time: Delay,
+    pub(crate) compute_time: Delay,
     /// Communication time added to each gradient, if any.
-    pub communication_time: Option<Delay>,
+    pub(crate) communication_time: Option<Delay>,
     /// Runtime or training.
-    pub measure: Measure,
+    pub(crate) measure: Measure,
     /// The series (at least one).
-    pub series: Vec<ProtocolSeries>,
+    pub(crate) series: Vec<ProtocolSeries>,
 }
 
 /// One (series, P, K) point.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Index into `series`.
-    pub series: usize,
+    pub(crate) series: usize,
     /// The `series` column: the series name, with " K=k" when the series runs several K.
-    pub label: String,
+    pub(crate) label: String,
     /// P.
-    pub workers: usize,
+    pub(crate) workers: usize,
     /// K (`None` for a schedule).
-    pub k: Option<usize>,
+    pub(crate) k: Option<usize>,
     /// K over time (constant unless the series has a schedule; with a rule,
     /// the rule's start).
-    pub schedule: KSchedule,
+    pub(crate) schedule: KSchedule,
     /// The rule choosing K during the run, if the series has one.
-    pub rule: Option<PlateauRule>,
+    pub(crate) rule: Option<PlateauRule>,
 }
 
 impl Point {
     /// The largest K the point can use.
-    pub fn max_k(&self) -> usize {
+    pub(crate) fn max_k(&self) -> usize {
         self.rule.map_or_else(|| self.schedule.max_k(), |r| r.max)
     }
 
     /// How K is chosen, for the `k_schedule` column: the schedule
     /// (`0:1;200:2`) or the rule (`plateau:start=1;…`).
-    pub fn describe_k(&self) -> String {
+    pub(crate) fn describe_k(&self) -> String {
         self.rule
             .map_or_else(|| self.schedule.describe(), |r| r.describe())
     }
 }
 
 /// The divisors of `p`, ascending.
-pub fn divisors(p: usize) -> Vec<usize> {
+pub(crate) fn divisors(p: usize) -> Vec<usize> {
     (1..=p).filter(|k| p.is_multiple_of(*k)).collect()
 }
 
 impl ProtocolScenario {
     /// Expands series × P × K into points (series-major, then P, then K).
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         let mut out = Vec::new();
         for (si, s) in self.series.iter().enumerate() {
             for &p in &self.workers {
@@ -251,7 +251,8 @@ impl ProtocolScenario {
     }
 
     /// The training settings, if this is an error-vs-time scenario.
-    pub fn training(&self) -> Option<&TrainingConfig> {
+    #[cfg(test)]
+    pub(crate) fn training(&self) -> Option<&TrainingConfig> {
         match &self.measure {
             Measure::Training(t) => Some(t),
             Measure::Runtime(_) => None,
@@ -374,7 +375,7 @@ fn positive_ints(
 }
 
 /// Parses and validates a `protocol` scenario.
-pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
+pub(crate) fn parse(src: &SourceText) -> Result<ProtocolScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
@@ -415,14 +416,9 @@ pub fn parse(src: &SourceText) -> Result<ProtocolScenario> {
         &series,
     )?;
     let scenario = ProtocolScenario {
-        meta: Meta {
-            kind: "protocol".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials,
-            seed: raw.seed,
-        },
+        meta: Meta::new(
+            "protocol", &raw.name, &raw.title, &raw.paper, trials, raw.seed,
+        ),
         workers,
         compute_time,
         communication_time,

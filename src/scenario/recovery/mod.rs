@@ -55,7 +55,7 @@ use super::{Meta, SourceText, check_name, limits};
 use crate::engine::Convergence;
 
 /// Most PS nodes of a recovery scenario.
-pub const MAX_PS_NODES: usize = 1_000_000;
+pub(crate) const MAX_PS_NODES: usize = 1_000_000;
 use crate::model::ModelSpec;
 use crate::policy::{
     CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector, WriteBudget,
@@ -84,17 +84,17 @@ pub enum DataOrderMode {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PointConfig {
     /// When the failure strikes.
-    pub failure_time: FailureTime,
+    pub(crate) failure_time: FailureTime,
     /// What it takes down.
-    pub loss: LossSpec,
+    pub(crate) loss: LossSpec,
     /// Checkpoint policy before the failure.
-    pub checkpoint: CheckpointPolicy,
+    pub(crate) checkpoint: CheckpointPolicy,
     /// Whether a checkpoint due at the failure iteration is written before
     /// the failure (`[checkpoint] event_order`; default: the failure first).
     #[serde(rename = "event_order")]
-    pub order: EventOrder,
+    pub(crate) order: EventOrder,
     /// Recovery policy.
-    pub recovery: RecoveryPolicy,
+    pub(crate) recovery: RecoveryPolicy,
 }
 
 /// One series to compare: the base configuration with some values replaced.
@@ -103,29 +103,29 @@ pub struct SeriesSpec {
     /// Series name (legend, `series` column).
     pub name: String,
     /// The configuration before the sweep is applied.
-    pub config: PointConfig,
+    pub(crate) config: PointConfig,
     /// A reference series is not swept: it is evaluated once, at its own
     /// value of the sweep axis (e.g. the traditional full checkpoint drawn as
     /// a dashed line in the priority figures).
-    pub reference: bool,
+    pub(crate) reference: bool,
 }
 
 /// A validated `recovery` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RecoveryScenario {
     /// Name, title, paper panel, trials, seed.
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// The model and its hyper-parameters.
-    pub model: ModelSpec,
+    pub(crate) model: ModelSpec,
     /// Convergence criterion and censoring limit.
-    pub convergence: Convergence,
+    pub(crate) convergence: Convergence,
     /// With a synthetic stand-in, set the criterion from the stand-in's own
     /// curve instead of scaling the real criterion by the data size.
-    pub synthetic_criterion: Option<SyntheticCriterion>,
+    pub(crate) synthetic_criterion: Option<SyntheticCriterion>,
     /// Shared or per-trial minibatch order.
-    pub data_order: DataOrderMode,
+    pub(crate) data_order: DataOrderMode,
     /// Number of PS nodes blocks are placed on.
-    pub ps_nodes: usize,
+    pub(crate) ps_nodes: usize,
     /// The sweep, if any.
     pub sweep: Option<Sweep>,
     /// The series to compare (at least one).
@@ -134,23 +134,23 @@ pub struct RecoveryScenario {
 
 /// One (series, x) point of the plan.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Index into `series`.
-    pub series: usize,
+    pub(crate) series: usize,
     /// Value of the sweep axis (0 when there is no sweep).
-    pub x: f64,
+    pub(crate) x: f64,
     /// The full configuration at this point.
-    pub config: PointConfig,
+    pub(crate) config: PointConfig,
 }
 
 impl RecoveryScenario {
     /// The `x_name` column: the swept parameter, or `point`.
-    pub fn x_name(&self) -> &'static str {
+    pub(crate) fn x_name(&self) -> &'static str {
         self.sweep.as_ref().map_or("point", |s| s.axis.name())
     }
 
     /// Expands series × sweep values into points, series-major.
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         let mut out = Vec::new();
         for (si, s) in self.series.iter().enumerate() {
             match &self.sweep {
@@ -233,11 +233,11 @@ struct RawSyntheticCriterion {
 /// criterion sits `descent` of the way from the metric of x(0) to the metric
 /// after `plateau_iteration` iterations of the unperturbed stand-in run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SyntheticCriterion {
+pub(crate) struct SyntheticCriterion {
     /// Fraction of the descent, in (0, 1).
-    pub descent: f64,
+    pub(crate) descent: f64,
     /// Iteration whose metric stands for the plateau.
-    pub plateau_iteration: usize,
+    pub(crate) plateau_iteration: usize,
 }
 
 #[derive(Deserialize)]
@@ -312,7 +312,7 @@ struct RawSeries {
 }
 
 /// Parses and validates a `recovery` scenario.
-pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
+pub(crate) fn parse(src: &SourceText) -> Result<RecoveryScenario> {
     let raw: Raw = toml::from_str(src.text)
         .map_err(|e| anyhow::anyhow!("{}: {}", src.origin, e.to_string().trim_end()))?;
     check_name(src, &raw.name)?;
@@ -365,14 +365,9 @@ pub fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         .sum();
     limits::points(src, &raw.series.span(), "series", point_count)?;
     let scenario = RecoveryScenario {
-        meta: Meta {
-            kind: "recovery".into(),
-            name: raw.name.get_ref().clone(),
-            title: raw.title.clone(),
-            paper: raw.paper.clone(),
-            trials,
-            seed: raw.seed,
-        },
+        meta: Meta::new(
+            "recovery", &raw.name, &raw.title, &raw.paper, trials, raw.seed,
+        ),
         model,
         convergence,
         synthetic_criterion,

@@ -28,7 +28,7 @@ pub enum SweepAxis {
 
 impl SweepAxis {
     /// The axis name (TOML key and `x_name` column).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SweepAxis::LostFraction => "lost_fraction",
             SweepAxis::LostPsNodes => "lost_ps_nodes",
@@ -47,7 +47,7 @@ impl SweepAxis {
     ];
 
     /// The value of this axis in `cfg` (NaN if the configuration has no such value).
-    pub fn value_in(self, cfg: &PointConfig) -> f64 {
+    pub(crate) fn value_in(self, cfg: &PointConfig) -> f64 {
         match self {
             SweepAxis::LostFraction => match cfg.loss {
                 LossSpec::Fraction(f) => f,
@@ -84,7 +84,7 @@ impl SweepAxis {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Sweep {
     /// The swept parameter.
-    pub axis: SweepAxis,
+    pub(crate) axis: SweepAxis,
     /// Its values, in the order given.
     pub values: Vec<f64>,
 }

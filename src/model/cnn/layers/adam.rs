@@ -5,21 +5,21 @@
 /// `m ← β1·m + (1−β1)·g`, `v ← β2·v + ((1−β2)·g)·g`,
 /// `w ← w − (step·m) / (√v · inv_sqrt_bc2 + ε)`, each multiply-add fused.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AdamStep {
+pub(crate) struct AdamStep {
     /// β1.
-    pub b1: f32,
+    pub(crate) b1: f32,
     /// 1 − β1.
-    pub c1: f32,
+    pub(crate) c1: f32,
     /// β2.
-    pub b2: f32,
+    pub(crate) b2: f32,
     /// 1 − β2.
-    pub c2: f32,
+    pub(crate) c2: f32,
     /// α / (1 − β1^t).
-    pub step: f32,
+    pub(crate) step: f32,
     /// 1 / √(1 − β2^t).
-    pub inv_sqrt_bc2: f32,
+    pub(crate) inv_sqrt_bc2: f32,
     /// ε.
-    pub eps: f32,
+    pub(crate) eps: f32,
 }
 
 /// The body of [`adam`] (same bits at every level: element-wise, fused).

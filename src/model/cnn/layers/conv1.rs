@@ -6,7 +6,7 @@ use super::*;
 /// Splits one 28×28 image into its even and odd columns:
 /// `xs[p·PLANE + row·SPLIT + j] = x[row·28 + 2j + p]`.
 #[inline(always)]
-pub fn split_columns<T: Scalar>(x: &[T], xs: &mut [T]) {
+pub(crate) fn split_columns<T: Scalar>(x: &[T], xs: &mut [T]) {
     for row in 0..SIDE {
         let src = &x[row * SIDE..(row + 1) * SIDE];
         for j in 0..SIDE / 2 {
@@ -23,7 +23,7 @@ pub fn split_columns<T: Scalar>(x: &[T], xs: &mut [T]) {
 /// columns). Weights `(out, kh, kw)`. Lanes 12..16 of each row are computed
 /// from the split's zero padding and discarded.
 #[inline(always)]
-pub fn conv1_pool<T: Scalar, V: Vector<T>>(
+pub(crate) fn conv1_pool<T: Scalar, V: Vector<T>>(
     xs: &[T],
     w: &[T],
     b: &[T],
@@ -107,7 +107,7 @@ const PAIR_ROWS: usize = SIDE;
 /// starts at (0..=23).
 const PAIR_COLS: usize = CONV1_OUT;
 /// Values of [`row_pairs`]' output for one image.
-pub const PAIRS_LEN: usize = PAIR_ROWS * PAIR_COLS * LANES;
+pub(crate) const PAIRS_LEN: usize = PAIR_ROWS * PAIR_COLS * LANES;
 
 /// One image's input as row pairs: `z[(r·24 + c)·16 ..]` holds row r's
 /// columns c..c+8 in lanes 0..8 and row r + 1's in lanes 8..16 (zeros past
@@ -148,7 +148,7 @@ fn row_pairs<T: Scalar, V: Vector<T>>(x: &[T], z: &mut [T]) {
 /// term lists.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn conv1_backward<T: Scalar, V: Vector<T>>(
+pub(crate) fn conv1_backward<T: Scalar, V: Vector<T>>(
     n: usize,
     x: &[T],
     p1: &[T],

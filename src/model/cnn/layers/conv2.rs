@@ -6,7 +6,7 @@ use super::*;
 /// conv2's weights `(out, kh, kw, in)` transposed to `(tap, out)`: one row
 /// vector of the 16 output channels per tap.
 #[inline(always)]
-pub fn transpose_conv2<T: Scalar>(w: &[T], wt: &mut [T]) {
+pub(crate) fn transpose_conv2<T: Scalar>(w: &[T], wt: &mut [T]) {
     for co in 0..CONV2_CHANNELS {
         for t in 0..TAPS2 {
             wt[t * CONV2_CHANNELS + co] = w[co * TAPS2 + t];
@@ -21,7 +21,7 @@ pub fn transpose_conv2<T: Scalar>(w: &[T], wt: &mut [T]) {
 /// (one [`Codes`] word per pooled position, `arg2[ph·4 + pw]`, lanes =
 /// channels).
 #[inline(always)]
-pub fn conv2_pool<T: Scalar, V: Vector<T>>(
+pub(crate) fn conv2_pool<T: Scalar, V: Vector<T>>(
     p1: &[T],
     wt: &[T],
     b: &[T],
@@ -112,7 +112,7 @@ fn conv2_tile<T: Scalar, V: Vector<T>, const DR: usize, const OW: usize>(
 /// gradient is zero add nothing and are skipped.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn conv2_backward<T: Scalar, V: Vector<T>>(
+pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
     n: usize,
     p1: &[T],
     p2: &[T],
@@ -291,7 +291,7 @@ fn window_input_grad<T: Scalar, V: Vector<T>, const DH: usize>(
 /// and kernel row, three vectors (48 lanes) holding the row's 30 values
 /// from lane [`patch_shift`]`(k)` on, zeros elsewhere.
 #[inline(always)]
-pub fn pad_conv2<T: Scalar>(w: &[T], wp: &mut [T]) {
+pub(crate) fn pad_conv2<T: Scalar>(w: &[T], wp: &mut [T]) {
     for k in 0..2 * P2_SIDE {
         let o = patch_shift(k);
         for co in 0..CONV2_CHANNELS {
@@ -305,4 +305,4 @@ pub fn pad_conv2<T: Scalar>(w: &[T], wp: &mut [T]) {
 }
 
 /// Values of [`pad_conv2`]'s output.
-pub const W2_PADDED: usize = 2 * P2_SIDE * SHIFTED;
+pub(crate) const W2_PADDED: usize = 2 * P2_SIDE * SHIFTED;

@@ -67,7 +67,7 @@ fn fc_forward_tile<T: Scalar, V: Vector<T>, const OT: usize, const RV: usize>(
 /// `w` is `(out, inp)` row-major.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn fc_forward_t<T: Scalar, V: Vector<T>>(
+pub(crate) fn fc_forward_t<T: Scalar, V: Vector<T>>(
     xt: &[T],
     inp: usize,
     ld: usize,
@@ -108,7 +108,7 @@ pub fn fc_forward_t<T: Scalar, V: Vector<T>>(
 /// `dst[r·ds + f] = src[f·ld + r]` for `f < feats`, `r < n`: transposed
 /// activations back to rows.
 #[inline(always)]
-pub fn rows_from_t<T: Scalar>(
+pub(crate) fn rows_from_t<T: Scalar>(
     src: &[T],
     feats: usize,
     ld: usize,
@@ -131,7 +131,7 @@ pub fn rows_from_t<T: Scalar>(
 /// summed loss with respect to the logits).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn softmax_t<T: Scalar>(
+pub(crate) fn softmax_t<T: Scalar>(
     zt: &[T],
     classes: usize,
     ld: usize,
@@ -235,7 +235,7 @@ fn fc_weight_grad_tile<T: Scalar, V: Vector<T>, const OT: usize, const IV: usize
 /// [`LANES`], `inp` used); `dw` is `(out, inp)`. Overwrites `dw`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn fc_weight_grad<T: Scalar, V: Vector<T>>(
+pub(crate) fn fc_weight_grad<T: Scalar, V: Vector<T>>(
     dy: &[T],
     dys: usize,
     out: usize,
@@ -277,7 +277,7 @@ pub fn fc_weight_grad<T: Scalar, V: Vector<T>>(
 /// Bias gradient: `db[o] = Σ_r dy[r][o]` over the `n` images (rows of
 /// stride `dys`). Overwrites `db`.
 #[inline(always)]
-pub fn fc_bias_grad<T: Scalar>(dy: &[T], dys: usize, n: usize, db: &mut [T]) {
+pub(crate) fn fc_bias_grad<T: Scalar>(dy: &[T], dys: usize, n: usize, db: &mut [T]) {
     db.fill(T::zero());
     for r in 0..n {
         for (d, &g) in db.iter_mut().zip(&dy[r * dys..]) {
@@ -342,7 +342,7 @@ fn fc_input_grad_tile<T: Scalar, V: Vector<T>, const RT: usize, const IV: usize>
 /// backward). Overwrites `dx`'s first `n` rows.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn fc_input_grad<T: Scalar, V: Vector<T>>(
+pub(crate) fn fc_input_grad<T: Scalar, V: Vector<T>>(
     dy: &[T],
     dys: usize,
     out: usize,
@@ -384,7 +384,7 @@ pub fn fc_input_grad<T: Scalar, V: Vector<T>>(
 /// `dst[o·ds + i] = src[o·inp + i]` (`i < inp`), zero up to the stride `ds`:
 /// a weight matrix with rows padded to a multiple of [`LANES`].
 #[inline(always)]
-pub fn pad_rows<T: Scalar>(src: &[T], out: usize, inp: usize, dst: &mut [T], ds: usize) {
+pub(crate) fn pad_rows<T: Scalar>(src: &[T], out: usize, inp: usize, dst: &mut [T], ds: usize) {
     for o in 0..out {
         dst[o * ds..o * ds + inp].copy_from_slice(&src[o * inp..(o + 1) * inp]);
         dst[o * ds + inp..(o + 1) * ds].fill(T::zero());

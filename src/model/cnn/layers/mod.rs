@@ -52,23 +52,20 @@ mod conv1;
 mod conv2;
 mod fc;
 
-pub use adam::{AdamStep, adam, adam_at};
-pub use conv1::{PAIRS_LEN, conv1_backward, conv1_pool, split_columns};
-pub use conv2::{W2_PADDED, conv2_backward, conv2_pool, pad_conv2, transpose_conv2};
-pub use fc::{
+pub(crate) use adam::{AdamStep, adam};
+pub(crate) use conv1::{PAIRS_LEN, conv1_backward, conv1_pool, split_columns};
+pub(crate) use conv2::{W2_PADDED, conv2_backward, conv2_pool, pad_conv2, transpose_conv2};
+pub(crate) use fc::{
     fc_bias_grad, fc_forward_t, fc_input_grad, fc_weight_grad, pad_rows, rows_from_t, softmax_t,
 };
 
 /// Width of the row vectors of the internal layouts (one AVX-512 register of
 /// `f32`). Layouts are padded to it; it is a property of the layout, not of
 /// the CPU, so results never depend on it.
-pub const LANES: usize = 16;
-
-/// One row vector.
-pub type Row<T> = [T; LANES];
+pub(crate) const LANES: usize = 16;
 
 /// The float types the network runs in (`f32` for training, `f64` for checks).
-pub trait Scalar: Float + Debug + Default + Send + Sync + Kernels + 'static {
+pub(crate) trait Scalar: Float + Debug + Default + Send + Sync + Kernels + 'static {
     /// Converts from `f64` (exact for the constants used here).
     fn of(v: f64) -> Self;
     /// Converts to `f64`.
@@ -111,7 +108,7 @@ impl Scalar for f64 {
 /// polynomial for e^r (relative error below 1e-15), then scaling by 2^n.
 /// Arguments are clamped to [−708, 709]. (Used by the f64 gradient check.)
 #[inline(always)]
-pub fn exp_f64(x: f64) -> f64 {
+pub(crate) fn exp_f64(x: f64) -> f64 {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let x = x.clamp(-708.0, 709.0);
@@ -154,7 +151,7 @@ fn max4<T: Scalar, V: Vector<T>>(a: [V; 4]) -> (V, u32) {
 /// The window codes of one row of [`LANES`] pooled values: bit `l` is the
 /// low bit of lane l's code (its column in the window), bit `16 + l` the
 /// high bit (its row).
-pub type Codes = u32;
+pub(crate) type Codes = u32;
 
 /// Lane `l`'s window code from a [`Codes`] word: `(row, column)` in the window.
 #[inline(always)]
@@ -174,55 +171,55 @@ fn relu<T: Scalar, V: Vector<T>>(v: V) -> V {
 
 /// Shape of a valid (no padding), stride-1 square convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvShape {
+pub(crate) struct ConvShape {
     /// Side of the square input.
-    pub side: usize,
+    pub(crate) side: usize,
     /// Input channels.
-    pub cin: usize,
+    pub(crate) cin: usize,
     /// Output channels.
-    pub cout: usize,
+    pub(crate) cout: usize,
     /// Side of the square kernel.
-    pub k: usize,
+    pub(crate) k: usize,
 }
 
 impl ConvShape {
     /// Side of the output, `side − k + 1`.
-    pub fn out_side(&self) -> usize {
+    pub(crate) fn out_side(&self) -> usize {
         self.side + 1 - self.k
     }
     /// Taps per output channel, `k·k·cin` (a row of the weight tensor).
-    pub fn taps(&self) -> usize {
+    pub(crate) fn taps(&self) -> usize {
         self.k * self.k * self.cin
     }
     /// Output positions per image.
-    pub fn positions(&self) -> usize {
+    pub(crate) fn positions(&self) -> usize {
         self.out_side() * self.out_side()
     }
     /// Input values per image.
-    pub fn in_len(&self) -> usize {
+    pub(crate) fn in_len(&self) -> usize {
         self.side * self.side * self.cin
     }
     /// Output values per image.
-    pub fn out_len(&self) -> usize {
+    pub(crate) fn out_len(&self) -> usize {
         self.positions() * self.cout
     }
 }
 
 /// Row stride of the even/odd column planes of conv1's input (14 columns
 /// used; the rest stays zero and feeds only discarded lanes).
-pub const SPLIT: usize = 32;
+pub(crate) const SPLIT: usize = 32;
 /// Values in one even/odd plane.
-pub const PLANE: usize = SIDE * SPLIT;
+pub(crate) const PLANE: usize = SIDE * SPLIT;
 /// Side of conv1's pooled output.
-pub const P1_SIDE: usize = CONV1_OUT / 2;
+pub(crate) const P1_SIDE: usize = CONV1_OUT / 2;
 /// Values of conv1's pooled output per image (12 × 12 × 6, NHWC).
-pub const P1_LEN: usize = P1_SIDE * P1_SIDE * CONV1_CHANNELS;
+pub(crate) const P1_LEN: usize = P1_SIDE * P1_SIDE * CONV1_CHANNELS;
 /// Output side of conv2.
-pub const CONV2_OUT: usize = P1_SIDE + 1 - KERNEL;
+pub(crate) const CONV2_OUT: usize = P1_SIDE + 1 - KERNEL;
 /// Side of conv2's pooled output.
-pub const P2_SIDE: usize = CONV2_OUT / 2;
+pub(crate) const P2_SIDE: usize = CONV2_OUT / 2;
 /// Taps of a conv2 output channel (5 × 5 × 6).
-pub const TAPS2: usize = KERNEL * KERNEL * CONV1_CHANNELS;
+pub(crate) const TAPS2: usize = KERNEL * KERNEL * CONV1_CHANNELS;
 /// One kernel row of conv2's taps: 5 pixels × 6 channels, contiguous in NHWC.
 const RUN2: usize = KERNEL * CONV1_CHANNELS;
 
@@ -236,11 +233,11 @@ fn through_relu<T: Scalar>(v: T, g: T) -> T {
 /// One term of a convolution's weight gradient: the gradient a window's
 /// maximum receives and where that maximum's input patch starts.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Term<T> {
+pub(crate) struct Term<T> {
     /// Offset of the patch in the layer's input.
-    pub at: u32,
+    pub(crate) at: u32,
     /// The gradient (non-zero).
-    pub g: T,
+    pub(crate) g: T,
 }
 
 #[cfg(test)]

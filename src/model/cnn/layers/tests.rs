@@ -1,6 +1,7 @@
 //! Unit tests of the layer kernels.
 
 use super::super::vector::Portable;
+use super::adam::adam_at;
 use super::*;
 use crate::simd::Level;
 

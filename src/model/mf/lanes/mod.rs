@@ -21,17 +21,17 @@
 //! level), so every level gives the same bits.
 
 /// Lanes per group: trials computed side by side (one AVX-512 register of f64).
-pub const W: usize = 8;
+pub(crate) const W: usize = 8;
 
 /// One value for each of the [`W`] trials of a group, as stored in a lane
 /// buffer (aligned to a cache line, so a vector load never splits one).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(64))]
-pub struct V(pub [f64; W]);
+pub(crate) struct V(pub [f64; W]);
 
 impl V {
     /// Every lane `x`.
-    pub const fn splat(x: f64) -> V {
+    pub(crate) const fn splat(x: f64) -> V {
         V([x; W])
     }
 }
@@ -51,13 +51,13 @@ impl std::ops::IndexMut<usize> for V {
 
 mod cholesky;
 mod gram;
-pub mod simd;
+pub(crate) mod simd;
 
 use cholesky::{NB, cholesky_solve, cholesky_solve_many, cholesky_solve_p};
 use gram::{CHUNK, accumulate_p, rhs_blocks, tile_dispatch, tile_len};
 #[cfg(target_arch = "x86_64")]
 use simd::x86;
-pub use simd::{Portable, Simd};
+pub(crate) use simd::{Portable, Simd};
 
 /// Defines a lane kernel the way [`crate::kernel!`] does — `name` runs at
 /// the process's [`crate::simd::level`], `name_at` at an explicit level — for
@@ -69,14 +69,14 @@ macro_rules! lane_kernel {
         $(#[$m])*
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        pub fn $name($($a: $t),*) $(-> $r)? {
+        pub(crate) fn $name($($a: $t),*) $(-> $r)? {
             $at($crate::simd::level(), $($a),*)
         }
 
         /// The same kernel at an explicit [`Level`](crate::simd::Level), capped
         /// at what the CPU supports.
         #[allow(clippy::too_many_arguments)]
-        pub fn $at(level: $crate::simd::Level, $($a: $t),*) $(-> $r)? {
+        pub(crate) fn $at(level: $crate::simd::Level, $($a: $t),*) $(-> $r)? {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
@@ -100,14 +100,14 @@ macro_rules! lane_kernel {
 }
 
 /// A zeroed lane buffer of `len` entries.
-pub fn zeros(len: usize) -> Vec<V> {
+pub(crate) fn zeros(len: usize) -> Vec<V> {
     vec![V::splat(0.0); len]
 }
 
 /// Interleaves `srcs` (one trial's factor matrix each, all of the same
 /// length) into `dst`: `dst[k][l] = srcs[l][k]`; lanes past `srcs.len()`
 /// become zero.
-pub fn pack(dst: &mut [V], srcs: &[&[f64]]) {
+pub(crate) fn pack(dst: &mut [V], srcs: &[&[f64]]) {
     debug_assert!(srcs.len() <= W);
     const BLOCK: usize = 256;
     for (b, out) in dst.chunks_mut(BLOCK).enumerate() {
@@ -128,7 +128,12 @@ pub fn pack(dst: &mut [V], srcs: &[&[f64]]) {
 
 /// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l` of
 /// `src` into `dsts[l]`.
-pub fn unpack_rows(src: &[V], p: usize, rows: std::ops::Range<usize>, dsts: &mut [&mut [f64]]) {
+pub(crate) fn unpack_rows(
+    src: &[V],
+    p: usize,
+    rows: std::ops::Range<usize>,
+    dsts: &mut [&mut [f64]],
+) {
     const BLOCK: usize = 256;
     let (lo, hi) = (rows.start * p, rows.end * p);
     let mut base = lo;
@@ -200,7 +205,7 @@ const L2_SHARE: usize = 256 << 10;
 /// then the other side is swept in blocks that stay in L2 while all rows'
 /// sums advance. Every entry is still one sum over its ratings in order, so
 /// the result is the same either way.
-pub fn sweep_block(rows: usize, other_rows: usize, p: usize) -> usize {
+pub(crate) fn sweep_block(rows: usize, other_rows: usize, p: usize) -> usize {
     let v = std::mem::size_of::<V>();
     // Only the sizes compiled for a fixed p sweep in blocks.
     if matches!(p, 5 | 10 | 20)

@@ -6,7 +6,7 @@ use super::{V, W};
 /// The operations on a register holding one [`V`], at one kernel level.
 /// Every implementation computes each lane with the correctly rounded IEEE
 /// operation of the scalar code, so all levels give the same bits.
-pub trait Simd {
+pub(crate) trait Simd {
     /// The register type.
     type R: Copy;
     /// How many `R` the register file holds (32 at AVX-512, 16 / 2 = 8 at
@@ -39,7 +39,7 @@ pub trait Simd {
 }
 
 /// Plain Rust, one lane after the other.
-pub struct Portable;
+pub(crate) struct Portable;
 
 impl Simd for Portable {
     type R = [f64; W];
@@ -100,7 +100,7 @@ pub(super) mod x86 {
     use super::{Simd, V, W};
 
     /// AVX-512: one register per lane vector.
-    pub struct Avx512;
+    pub(crate) struct Avx512;
 
     impl Simd for Avx512 {
         type R = __m512d;
@@ -165,7 +165,7 @@ pub(super) mod x86 {
     }
 
     /// AVX2: two registers per lane vector.
-    pub struct Avx2;
+    pub(crate) struct Avx2;
 
     const H: usize = W / 2;
 

@@ -120,7 +120,7 @@ pub(super) fn ticks(axis: &Axis, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 /// Round-number ticks covering `[lo, hi]` with about `target` steps.
-pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater)
         || !lo.is_finite()
         || !hi.is_finite()
@@ -146,7 +146,7 @@ pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 
 /// A tick label, as a simple fraction (denominator up to 16) if `fractions`
 /// and the value is one, else as [`tick_label`] gives it.
-pub fn axis_label(v: f64, fractions: bool) -> String {
+pub(crate) fn axis_label(v: f64, fractions: bool) -> String {
     if fractions && v > 0.0 && v < 1.0 {
         for den in [2u32, 3, 4, 5, 8, 10, 16] {
             let num = v * den as f64;
@@ -160,7 +160,7 @@ pub fn axis_label(v: f64, fractions: bool) -> String {
 
 /// A tick label: integers without decimals, others with up to 4 significant
 /// digits and no trailing zeros.
-pub fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     if !v.is_finite() {
         return String::new();
     }

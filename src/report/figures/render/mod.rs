@@ -19,17 +19,17 @@ use super::chart::{Cell, Grid, Picture};
 mod axis;
 mod plot;
 
-pub use axis::{axis_label, nice_ticks, tick_label};
+pub(crate) use axis::tick_label;
 use plot::draw_chart;
 
 /// The font family every figure uses (registered in [`ensure_fonts`]).
-pub const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
 /// Registers DejaVu Sans (regular and bold) as [`FAMILY`], once per process.
 ///
 /// plotters' `ab_glyph` text looks fonts up by family name; without this
 /// every chart with text fails with `FontUnavailable`.
-pub fn ensure_fonts() -> Result<()> {
+pub(crate) fn ensure_fonts() -> Result<()> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {
@@ -90,14 +90,14 @@ const PANEL_THEME: Theme = Theme {
 };
 
 /// Pixel size of a single chart.
-pub const SINGLE_SIZE: (u32, u32) = (1000, 680);
+pub(crate) const SINGLE_SIZE: (u32, u32) = (1000, 680);
 /// Pixel size of one panel of a grid.
-pub const PANEL_SIZE: (u32, u32) = (620, 470);
+pub(crate) const PANEL_SIZE: (u32, u32) = (620, 470);
 /// Height of a grid's title block.
 const GRID_HEADER: u32 = 86;
 
 /// The pixel size `picture` is drawn at.
-pub fn size_of(picture: Picture<'_>) -> (u32, u32) {
+pub(crate) fn size_of(picture: Picture<'_>) -> (u32, u32) {
     match picture {
         Picture::Single(_) => SINGLE_SIZE,
         Picture::Grid(g) => (
@@ -108,7 +108,7 @@ pub fn size_of(picture: Picture<'_>) -> (u32, u32) {
 }
 
 /// The picture as an SVG document.
-pub fn to_svg(picture: Picture<'_>) -> Result<String> {
+pub(crate) fn to_svg(picture: Picture<'_>) -> Result<String> {
     ensure_fonts()?;
     let mut text = String::new();
     {
@@ -120,7 +120,7 @@ pub fn to_svg(picture: Picture<'_>) -> Result<String> {
 }
 
 /// The picture as a PNG image (8-bit RGB).
-pub fn to_png(picture: Picture<'_>) -> Result<Vec<u8>> {
+pub(crate) fn to_png(picture: Picture<'_>) -> Result<Vec<u8>> {
     ensure_fonts()?;
     let (w, h) = size_of(picture);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
@@ -133,7 +133,7 @@ pub fn to_png(picture: Picture<'_>) -> Result<Vec<u8>> {
 }
 
 /// Encodes an 8-bit RGB buffer as PNG.
-pub fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>> {
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut enc = png::Encoder::new(&mut out, w, h);
     enc.set_color(png::ColorType::Rgb);

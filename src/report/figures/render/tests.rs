@@ -1,6 +1,7 @@
 //! Tests of the renderer: ticks and labels, real glyphs, the size of the
 //! SVG and PNG output.
 
+use super::axis::{axis_label, nice_ticks};
 use super::*;
 use crate::report::figures::chart::{Axis, Chart, Colour, Point, Series, Style};
 
@@ -35,7 +36,7 @@ fn sample_chart(title: &str) -> Chart {
         title: title.into(),
         subtitle: "subtitle".into(),
         x: Axis::linear("x"),
-        y: Axis::linear("y").from_zero(),
+        y: Axis::linear("y").anchored_at_zero(),
         series: vec![Series {
             name: "s".into(),
             style: Style::LinesWithErrorBars,
