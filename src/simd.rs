@@ -13,7 +13,7 @@
 //! portable path can be run on any machine and its output compared with the
 //! vector paths' (the CLI tests do so). The variable is read once per
 //! process; an unknown value is an error the first time a kernel runs (see
-//! [`level`]).
+//! `level`).
 
 use std::sync::OnceLock;
 
@@ -121,7 +121,7 @@ pub(crate) fn check_env() -> Result<(), String> {
 }
 
 /// Defines a kernel that runs one `#[inline(always)]` body compiled for the
-/// process's [`level`], and a twin that takes the level explicitly (for
+/// process's `level`, and a twin that takes the level explicitly (for
 /// tests and `scarsim bench`, which compare the levels).
 ///
 /// ```ignore
@@ -137,9 +137,9 @@ pub(crate) fn check_env() -> Result<(), String> {
 /// as the vector levels do). Argument types must not name lifetimes.
 ///
 /// A body written `= body::<REGS>` is generic over `const REGS: usize`, the
-/// vector registers of the level it is compiled for ([`REGS_AVX512`] = 32 at
+/// vector registers of the level it is compiled for (`REGS_AVX512` = 32 at
 /// AVX-512 and, so that tests comparing levels compare tilings too, at the
-/// portable level; [`REGS_AVX2`] = 16 at AVX2), so that it can pick
+/// portable level; `REGS_AVX2` = 16 at AVX2), so that it can pick
 /// tile sizes that stay in registers: a tile must not change an output's
 /// chain, only how many outputs are computed side by side.
 #[macro_export]

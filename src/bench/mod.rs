@@ -1,7 +1,7 @@
 //! `scarsim bench`: this machine's limits, measured on the spot, and each
 //! model's hot kernel as a fraction of them.
 //!
-//! The limits ([`machine`]) are a dense f32 matrix product through the
+//! The limits (`machine`) are a dense f32 matrix product through the
 //! `matrixmultiply` crate (the compute ceiling a well-tuned library reaches
 //! here) and the bandwidth of a STREAM-style triad over arrays far larger
 //! than the caches (the memory ceiling). A hot kernel reports the work it
@@ -10,8 +10,8 @@
 //! the achieved rate over the roofline `min(compute peak, bandwidth ×
 //! flops/byte)`, both measured on one core, the way a trial runs.
 //!
-//! A hot kernel is one [`HotKernel`] impl in a file of this folder and one
-//! line in [`kernels`].
+//! A hot kernel is one `HotKernel` impl in a file of this folder and one
+//! line in `kernels`.
 
 pub(crate) mod cnn;
 pub(crate) mod events;

@@ -3,9 +3,9 @@
 //! SGD protocols of Dutta, Joshi, Ghosh, Dube and Nagpurkar, *Slow and Stale
 //! Gradients Can Win the Race* (AISTATS 2018).
 //!
-//! - [`delay`]: delay distributions and per-worker random streams;
-//! - [`protocol`]: the four protocols and a schedule of K over time;
-//! - [`adaptive`]: a rule that raises K when the observed loss plateaus;
+//! - `delay`: delay distributions and per-worker random streams;
+//! - `protocol`: the four protocols and a schedule of K over time;
+//! - `adaptive`: a rule that raises K when the observed loss plateaus;
 //! - [`sim`]: the event loop (which gradients an update uses, which work is
 //!   cancelled, what staleness each gradient has);
 //! - [`training`]: a real model trained inside the loop;

@@ -4,7 +4,7 @@
 //! The loop only decides *when* things happen and *which* gradients an update
 //! uses; what a pull, a push and an update do to a model is up to the
 //! [`Handler`] (training, or just timing). Events live in the deterministic
-//! [`EventQueue`]: a gradient arrival at time t is processed after every
+//! `EventQueue`: a gradient arrival at time t is processed after every
 //! event of time < t, and events of equal time in the order they were
 //! scheduled. Cancelled work is removed from the queue at once.
 //!
@@ -24,7 +24,7 @@
 //! - When the schedule changes K, the PS re-checks at once: if it already
 //!   holds ≥ K gradients it updates with all of them.
 //! - A handler may choose K itself ([`Handler::k_override`], the adaptive
-//!   rule of [`super::adaptive`]): the loop asks it before every event, so a
+//!   rule of `super::adaptive`): the loop asks it before every event, so a
 //!   K the handler sets while handling a push applies from the next event.
 //!   Such a K only rises, so no waiting gradient has to be released.
 

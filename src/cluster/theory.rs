@@ -8,15 +8,15 @@
 //!
 //! | protocol | exponential(μ) | other delays |
 //! |---|---|---|
-//! | K-sync | E[X_{K:P}] = (1/μ) Σ_{i=P−K+1}^{P} 1/i (Lemma 1) | E[X_{K:P}] exact (see [`Delay::order_stat_mean`]) |
+//! | K-sync | E[X_{K:P}] = (1/μ) Σ_{i=P−K+1}^{P} 1/i (Lemma 1) | E[X_{K:P}] exact (see `Delay::order_stat_mean`) |
 //! | K-batch-sync | K/(Pμ): memorylessness makes the P workers one Poisson process of rate Pμ | ≤ E[X_{K:P}]: the K-th gradient arrives no later than the K-th distinct worker's first |
-//! | K-async | E[X_{K:P}]: at each update the P−K busy workers' residual times are again exponential(μ) | ≥ K·E[X]/P (long run, a worker finishes at most one gradient per E[X] on average); ≤ E[X_{K:P}] for new-better-than-used X (the paper's K-async bound) |
-//! | K-batch-async | K/(Pμ) | K·E[X]/P: by the elementary renewal theorem the P renewal processes deliver P/E[X] gradients per unit time in the long run |
+//! | K-async | E[X_{K:P}]: at each update the P−K busy workers' residual times are again exponential(μ) | ≥ K·E\[X\]/P (long run, a worker finishes at most one gradient per E\[X\] on average); ≤ E[X_{K:P}] for new-better-than-used X (the paper's K-async bound) |
+//! | K-batch-async | K/(Pμ) | K·E\[X\]/P: by the elementary renewal theorem the P renewal processes deliver P/E\[X\] gradients per unit time in the long run |
 //!
 //! Three edge cases are exact for any delay distribution, because the
 //! protocols coincide there: K-batch-sync with K = 1 is K-sync with K = 1
 //! (E[X_{1:P}]); K-async with K = 1 is K-batch-async with K = 1, i.e.
-//! asynchronous SGD (E[X]/P); K-async with K = P waits for every worker and
+//! asynchronous SGD (E\[X\]/P); K-async with K = P waits for every worker and
 //! restarts all of them, i.e. fully synchronous SGD (E[X_{P:P}]).
 //!
 //! Staleness (long-run mean per gradient; derived here by counting, the paper

@@ -8,16 +8,16 @@
 //!    white space) separates words, so `don't` gives `don` + `t` and `win32`
 //!    gives `win`.
 //! 2. Words are lower-cased.
-//! 3. Words shorter than [`MIN_WORD_LEN`] (3) or longer than [`MAX_WORD_LEN`]
+//! 3. Words shorter than `MIN_WORD_LEN` (3) or longer than `MAX_WORD_LEN`
 //!    (20) letters are dropped (the long ones are mostly uuencoded or base64
 //!    debris in 20 Newsgroups posts).
 //! 4. Stop words are dropped: the Glasgow Information Retrieval Group's
 //!    English stop-word list (<http://ir.dcs.gla.ac.uk/resources/linguistic_utils/stop_words>,
 //!    the list scikit-learn ships as `ENGLISH_STOP_WORDS`), in
-//!    [`STOP_WORDS`], plus any corpus-specific words the loader names
+//!    `STOP_WORDS`, plus any corpus-specific words the loader names
 //!    (Reuters: its `reuter` sign-off).
 //! 5. Rare words are dropped: a word is kept only if it occurs in at least
-//!    [`MIN_DOC_FREQ`] documents of the corpus.
+//!    `MIN_DOC_FREQ` documents of the corpus.
 //! 6. Documents left with no token are dropped.
 //!
 //! Word ids are assigned by decreasing corpus frequency (ties by the word
@@ -648,7 +648,7 @@ impl Corpus {
     }
 }
 
-/// The shape of the real corpus `name` (see [`news20::SHAPE`], [`reuters::SHAPE`]).
+/// The shape of the real corpus `name` (see `news20::SHAPE`, `reuters::SHAPE`).
 pub fn real_shape(name: DatasetName) -> Result<CorpusShape> {
     match name {
         DatasetName::News20 => Ok(news20::SHAPE),

@@ -3,12 +3,12 @@
 //! document count and document-length distribution of the real corpus.
 //!
 //! Generator (all randomness from `rng::stream(seed, SyntheticData, …)`):
-//! - [`GEN_TOPICS`] topics; topic k's word distribution is
+//! - `GEN_TOPICS` topics; topic k's word distribution is
 //!   φ_k ~ Dirichlet(c·π), where π is a Zipf(1) base measure over the V words
-//!   (word i has weight ∝ 1/(i + 10)) and c = [`topic_concentration`]·V, so
+//!   (word i has weight ∝ 1/(i + 10)) and c = `topic_concentration`·V, so
 //!   every topic shares the frequent words and has its own rarer ones, like
 //!   real text;
-//! - document d has θ_d ~ Dirichlet([`DOC_ALPHA`]) over the topics and a
+//! - document d has θ_d ~ Dirichlet(`DOC_ALPHA`) over the topics and a
 //!   length drawn from the log-normal fitted to the real corpus
 //!   (ln length ~ N(mean, std), rounded, clamped to 1..=the real maximum);
 //! - each token draws a topic from θ_d and a word from that topic.

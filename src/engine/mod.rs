@@ -3,12 +3,12 @@
 //! A trial of a SCAR recovery experiment is the unperturbed run up to its
 //! failure iteration T, a failure and a recovery, then training until the
 //! convergence criterion. Since the prefix is identical to the unperturbed
-//! run, the engine runs that once ([`baseline`]), keeps its trajectory, and
-//! forks every trial from x(T) ([`trial`]). In the iteration domain one
+//! run, the engine runs that once (`baseline`), keeps its trajectory, and
+//! forks every trial from x(T) (`trial`). In the iteration domain one
 //! iteration is one time unit and checkpoints cost nothing, so the events of a
 //! trial (iteration done, checkpoint, failure, recovery) are totally ordered
 //! by iteration with the failure at T preceding a checkpoint due at T; the
-//! wall-clock simulations use the general [`queue::EventQueue`].
+//! wall-clock simulations use the general `queue::EventQueue`.
 
 pub(crate) mod baseline;
 pub(crate) mod queue;

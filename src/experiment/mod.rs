@@ -1,13 +1,13 @@
 //! Running a validated scenario: plan its units, run them in parallel, and
 //! gather tidy tables. One module per scenario kind, each an
-//! [`Experiment`] implementation that [`kind::of`] finds for a scenario;
-//! [`tasks`] is the one unit loop and record codec, [`units`] handles
+//! `Experiment` implementation that `kind::of` finds for a scenario;
+//! `tasks` is the one unit loop and record codec, [`units`] handles
 //! shards, the journal and resuming.
 //!
 //! Every kind follows the same two steps, so sharding and resuming work the
-//! same way for all of them: [`Experiment::run_raw`] computes the records of
+//! same way for all of them: `Experiment::run_raw` computes the records of
 //! the units a run is responsible for (plus a context shared by all units,
-//! such as the unperturbed runs), and [`Experiment::tables`] turns the
+//! such as the unperturbed runs), and `Experiment::tables` turns the
 //! records of *all* units into the output tables.
 
 pub mod budget;
@@ -62,7 +62,7 @@ pub struct RunOptions {
     /// Outcomes of recovery trials computed by other scenarios of this
     /// process (`reproduce`): a unit whose inputs are exactly those of a
     /// stored outcome takes it instead of running, and the outcomes this run
-    /// computes are stored (see [`shared_outcomes`]). `None`: nothing is
+    /// computes are stored (see `shared_outcomes`). `None`: nothing is
     /// shared across scenarios (`run`, `reproduce --no-share-across`).
     pub shared_outcomes: Option<std::sync::Arc<shared_outcomes::SharedOutcomes>>,
 }

@@ -9,7 +9,7 @@
 //!
 //! [`simulate_checkpoint_restart`] plays one timeline against a given
 //! sequence of failure times; its mean over many timelines is what the
-//! formulas predict ([`expected_wall_time`] exactly, [`daly_wall_time`] in
+//! formulas predict ([`expected_wall_time`] exactly, `daly_wall_time` in
 //! Daly's closed form).
 
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ pub(crate) fn daly_wall_time(solve: f64, tau: f64, delta: f64, restart: f64, mtb
 /// The exact expected wall time of [`simulate_checkpoint_restart`]: the work
 /// is cut into ⌈T_s/τ⌉ segments (the last one shorter), each followed by a
 /// checkpoint, and a segment of length L = compute + δ takes
-/// M·e^{R/M}·(e^{L/M} − 1) in expectation. Equals [`daly_wall_time`] when τ divides T_s.
+/// M·e^{R/M}·(e^{L/M} − 1) in expectation. Equals `daly_wall_time` when τ divides T_s.
 pub fn expected_wall_time(solve: f64, tau: f64, delta: f64, restart: f64, mtbf: f64) -> f64 {
     let seg = |l: f64| mtbf * (restart / mtbf).exp() * ((l / mtbf).exp() - 1.0);
     let full = (solve / tau + 1e-9).floor();

@@ -6,7 +6,7 @@
 //! - [`daly`]: `T = T_solve + T_dump + T_rework + T_restart`, Young's and
 //!   Daly's optimum checkpoint intervals, and a checkpoint/restart timeline;
 //! - [`failures`]: fixed kills, Poisson failures per node, failure traces;
-//! - [`ps`]: a PS and its workers training a real gradient model under a
+//! - `ps`: a PS and its workers training a real gradient model under a
 //!   strategy, with loss and accuracy against wall time;
 //! - [`overhead`]: SCAR §5.5 in the iteration domain with time costs
 //!   (any block model, e.g. LDA): partial prioritized checkpoints every

@@ -6,9 +6,9 @@
 //!
 //! Parameters are one flat `f32` vector, so any model (MLR's weight matrix, a
 //! CNN's layer tensors laid end to end, a quadratic's coordinates) fits.
-//! To add one: implement [`GradientModel`], add a [`GradientSpec`] variant
-//! (and, for a registry model, its arm in [`GradientSpec`]'s `TryFrom<ModelSpec>`)
-//! and an arm in [`build_gradient_and_visit`].
+//! To add one: implement [`GradientModel`], add a `GradientSpec` variant
+//! (and, for a registry model, its arm in `GradientSpec`'s `TryFrom<ModelSpec>`)
+//! and an arm in `build_gradient_and_visit`.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -90,7 +90,7 @@ pub trait GradientModel: Send + Sync {
     /// [`GradientModel::gradient`], and the loss of the same minibatch at
     /// `params` (the loss whose gradient `out` is): what a worker can report
     /// with its gradient at no extra pass, for a PS that watches the training
-    /// loss (the adaptive rule of [`crate::cluster::adaptive`]). `out` gets
+    /// loss (the adaptive rule of `crate::cluster::adaptive`). `out` gets
     /// the same bits as from [`GradientModel::gradient`]. Default: the loss of
     /// the error curve at `params` ([`GradientModel::loss`]), exact but as
     /// costly as a loss evaluation; models override it with the minibatch loss.

@@ -2,7 +2,7 @@
 //! blocks (SCAR §2, §5.1, Appendix D).
 //!
 //! A model is added by implementing [`Model`] and registering it in
-//! [`registry`]. The engine only ever talks to this trait: it asks for `x(0)`,
+//! `registry`. The engine only ever talks to this trait: it asks for `x(0)`,
 //! runs iterations, evaluates the convergence metric, and copies or measures
 //! single blocks when it checkpoints, fails and recovers.
 

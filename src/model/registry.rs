@@ -94,7 +94,7 @@ impl CnnSpec {
 pub enum ModelSpec {
     /// Multinomial logistic regression by minibatch SGD ([`Mlr`]).
     Mlr(MlrSpec),
-    /// Gradient descent on the 4-D quadratic program of [`qp`] (SCAR Figure 3).
+    /// Gradient descent on the 4-D quadratic program of `qp` (SCAR Figure 3).
     Qp {
         /// Step size α (0 < α < 2/8).
         step_size: f64,

@@ -1,6 +1,6 @@
 //! Fault-tolerance policies, as data: when failures strike and what they take
-//! down ([`failure`]), where blocks live ([`placement`]), how checkpoints are
-//! taken ([`checkpoint`]) and how a failure is recovered from ([`recovery`]).
+//! down (`failure`), where blocks live (`placement`), how checkpoints are
+//! taken ([`checkpoint`]) and how a failure is recovered from (`recovery`).
 
 pub mod checkpoint;
 pub(crate) mod failure;

@@ -53,7 +53,7 @@ impl Table {
         super::atomic::write_atomic(path, &bytes)
     }
 
-    /// Reads a CSV file written by [`Table::write`].
+    /// Reads a CSV file written by `Table::write`.
     pub fn read(path: &Path) -> Result<Table> {
         let mut r = csv::Reader::from_path(path)
             .with_context(|| format!("cannot open {}", path.display()))?;

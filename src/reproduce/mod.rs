@@ -4,8 +4,8 @@
 //! per paper figure, the panels produced, the measured numbers the paper
 //! states claims about next to the claims, the data used and the wall time.
 //!
-//! `--quick` runs [`QUICK_TRIALS`] trials per point and stand-ins at
-//! [`QUICK_SCALE`] of the real datasets' size, so that the bundled scenarios
+//! `--quick` runs `QUICK_TRIALS` trials per point and stand-ins at
+//! `QUICK_SCALE` of the real datasets' size, so that the bundled scenarios
 //! finish in a few minutes on two cores; without it every scenario runs with
 //! its own trial count (100 in the paper) and full-size stand-ins.
 

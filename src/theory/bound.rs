@@ -151,7 +151,7 @@ pub fn infinite_perturbation_cost_bound(
 
 /// SCAR Example 2.1: storing `y` with a p-bit mantissa perturbs it by
 /// `|δ| < 2^{−(p−1)}|y|`; this returns that bound, `2^{−(p−1)}·norm`.
-/// (Round-to-nearest, as [`super::precision::round_to_mantissa`] does,
+/// (Round-to-nearest, as `super::precision::round_to_mantissa` does,
 /// achieves half of it.)
 pub fn rounding_perturbation_bound(mantissa_bits: u32, norm: f64) -> f64 {
     norm * (-(mantissa_bits as f64 - 1.0)).exp2()

@@ -3,8 +3,8 @@
 //!
 //! - **Network**: LeNet-5 style, two 5×5 convolutions with ReLU and 2×2 max
 //!   pooling, then three fully connected layers (ReLU on the first two);
-//!   44,426 parameters in ten tensors ([`net`] has the table). Forward and
-//!   backward passes are hand-written ([`layers`]: register-blocked kernels
+//!   44,426 parameters in ten tensors (`net` has the table). Forward and
+//!   backward passes are hand-written (`layers`: register-blocked kernels
 //!   with one fixed order of fused multiply-adds per output, the same bits on
 //!   every CPU), checked
 //!   against finite differences in `f64` by the tests.

@@ -30,9 +30,9 @@
 //! column j of R (item j). Block distance: L2.
 
 //! Speed: a cohort of trials is computed side by side, one trial per SIMD
-//! lane ([`lanes`]); ALS reads no data order, so all members perform the same
+//! lane (`lanes`); ALS reads no data order, so all members perform the same
 //! operations and every lane reproduces its trial's scalar arithmetic
-//! ([`single`]) bit for bit. A step also evaluates the metric of the state it
+//! (`single`) bit for bit. A step also evaluates the metric of the state it
 //! produces (while the factors are at hand) and keeps it in the state until
 //! the state is next changed.
 
@@ -347,7 +347,7 @@ impl Model for Mf {
         ));
     }
 
-    /// Lane groups of [`W`] trials; a cohort of several groups keeps them
+    /// Lane groups of `W` trials; a cohort of several groups keeps them
     /// full while members join and leave.
     fn cohort_size(&self) -> usize {
         4 * W

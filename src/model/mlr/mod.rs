@@ -17,14 +17,14 @@
 //!
 //! Speed:
 //! - The data is stored sparse (MNIST is 19% non-zero) and the products are
-//!   register-blocked fused multiply-add kernels ([`super::kernels`]).
+//!   register-blocked fused multiply-add kernels (`super::kernels`).
 //! - A cohort of trials at the same iteration is advanced together
 //!   ([`Model::check_many`], [`Model::metric_many`], [`Model::step_many`]):
 //!   their weight matrices are stacked side by side, so one pass over the
 //!   data serves them all. Every trial gets exactly the bits it would get
 //!   alone.
 //! - The full-data metric, five times the work of an SGD step, only decides
-//!   whether a run has converged. [`bound`] carries a certified lower bound on
+//!   whether a run has converged. `bound` carries a certified lower bound on
 //!   it from the losses and gradients the SGD steps of the last epoch
 //!   computed anyway, so [`Model::check_many`] evaluates the metric only in
 //!   the few iterations where the bound cannot rule out convergence. The

@@ -2,11 +2,11 @@
 //! and PNG next to its CSV, and the papers' multi-panel grids assembled from
 //! several scenarios.
 //!
-//! The pipeline is results folder → [`Results`] → [`Layout`] → [`Chart`] →
-//! [`render`]. [`layout_for`] is the one place that decides how a scenario
+//! The pipeline is results folder → [`Results`] → [`Layout`] → `Chart` →
+//! `render`. `layout_for` is the one place that decides how a scenario
 //! kind is drawn; to draw a new kind, write a type implementing [`Layout`]
 //! (a chart and, optionally, the paper's claims it can check) and add one
-//! match arm there. Kinds without a layout fall back to [`generic::Generic`],
+//! match arm there. Kinds without a layout fall back to `generic::Generic`,
 //! which draws any tidy `series, x, mean, ci95_low, ci95_high` summary.
 
 pub(crate) mod chart;

@@ -97,7 +97,7 @@ pub(crate) fn pretty_dataset(name: &str) -> String {
 impl Results {
     /// Reads a finished results folder: its `manifest.json` (which must list
     /// every file with a matching checksum, see
-    /// [`crate::report::manifest::read_finished`]), `summary.csv` (which
+    /// `crate::report::manifest::read_finished`), `summary.csv` (which
     /// must have rows) and, if the manifest lists it, `trials.csv`.
     pub fn load(dir: &Path) -> Result<Results> {
         let manifest = crate::report::manifest::read_finished(dir)?;
