@@ -18,14 +18,17 @@ use serde::de::DeserializeOwned;
 use super::RawResult;
 use super::units::{Driver, Records};
 
+/// Encoded records of units, `(unit, record)`, as the journal stores them.
+pub(crate) type Encoded = Vec<(usize, serde_json::Value)>;
+
 /// Records of the units a set of tasks finished, grouped by task: what
 /// [`Driver::collect`] takes.
-pub(crate) type Finished = Vec<Vec<(usize, serde_json::Value)>>;
+pub(crate) type Finished = Vec<Encoded>;
 
 /// Encodes `(unit, record)` pairs as the journal stores them.
 pub(crate) fn encode<R: Serialize>(
     records: impl IntoIterator<Item = (usize, R)>,
-) -> Result<Vec<(usize, serde_json::Value)>> {
+) -> Result<Encoded> {
     records
         .into_iter()
         .map(|(u, r)| Ok((u, serde_json::to_value(r)?)))
