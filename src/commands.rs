@@ -490,10 +490,7 @@ fn validate(args: &[String], resolved: bool) -> Result<()> {
             Ok((sc, origin, f))
         }) {
             Ok((sc, origin, f)) => {
-                let trials = match &sc {
-                    Scenario::Precision(_) => 1,
-                    _ => sc.meta().trials,
-                };
+                let trials = crate::experiment::of(&sc).points_and_trials().1;
                 println!(
                     "ok: {} ({}: {} points x {} trials = {} units; records and tables about {} in memory, \
                      plus the model and its data)",
