@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::budget::mul;
 use super::kind::Experiment;
-use super::shared_outcomes::{RunKey, RunShare, TrialKey, share_identical, unit_key};
-use super::tasks::{Encoded, decode_records, encode};
+use super::shared_outcomes::{RunKey, RunShare, TrialKey, share_identical, take_shared, unit_key};
+use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
@@ -129,45 +129,6 @@ impl Experiment for RecoveryScenario {
     fn plan(&self, opts: &RunOptions, cache: &DataCache) -> Option<Result<super::Plan>> {
         Some(plan(self, opts, cache))
     }
-}
-
-/// Across scenarios (`reproduce`): offers the outcomes this run resumed to
-/// `share`, then lets each group of identical units (a representative and
-/// its `followers`) take the outcome another scenario computed for one of
-/// its members. Returns the representatives still to run and the records
-/// taken (`lost_blocks(u)`: unit u's own count of lost blocks, the one field
-/// identical units may differ in).
-fn take_shared(
-    share: &RunShare<'_>,
-    driver: &Driver<'_>,
-    mine: &[usize],
-    representatives: Vec<usize>,
-    followers: &[Vec<usize>],
-    lost_blocks: impl Fn(usize) -> usize,
-) -> Result<(Vec<usize>, Encoded)> {
-    let resumed = driver.resumed();
-    share.store(mine.iter().filter_map(|&u| {
-        let o = serde_json::from_value(resumed.get(&u)?.clone()).ok()?;
-        Some((u, o))
-    }));
-    let mut run = Vec::with_capacity(representatives.len());
-    let mut taken = Vec::new();
-    for r in representatives {
-        let group = || std::iter::once(r).chain(followers[r].iter().copied());
-        let Some(o) = share.lookup(group()) else {
-            run.push(r);
-            continue;
-        };
-        let outcomes: Vec<(usize, TrialOutcome)> = group()
-            .map(|u| {
-                let lost_blocks = lost_blocks(u);
-                (u, TrialOutcome { lost_blocks, ..o })
-            })
-            .collect();
-        share.store(outcomes.iter().copied());
-        taken.extend(encode(outcomes)?);
-    }
-    Ok((run, taken))
 }
 
 /// Seed of the data order of trial `trial` (all trials share trial 0's in

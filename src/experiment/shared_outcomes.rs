@@ -32,6 +32,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::recovery::{Prepared, baseline_index, run_seed};
+use super::tasks::{Encoded, encode};
+use super::units::Driver;
 use crate::data::DataOptions;
 use crate::engine::{Convergence, TrialOutcome};
 use crate::model::DataUsed;
@@ -304,6 +306,45 @@ pub(super) fn unit_key(
         lost: &prepared.lost,
     };
     serde_json::to_string(&parts).context("cannot key a trial")
+}
+
+/// Across scenarios (`reproduce`): offers the outcomes this run resumed to
+/// `share`, then lets each group of identical units (a representative and
+/// its `followers`) take the outcome another scenario computed for one of
+/// its members. Returns the representatives still to run and the records
+/// taken (`lost_blocks(u)`: unit u's own count of lost blocks, the one field
+/// identical units may differ in).
+pub(super) fn take_shared(
+    share: &RunShare<'_>,
+    driver: &Driver<'_>,
+    mine: &[usize],
+    representatives: Vec<usize>,
+    followers: &[Vec<usize>],
+    lost_blocks: impl Fn(usize) -> usize,
+) -> Result<(Vec<usize>, Encoded)> {
+    let resumed = driver.resumed();
+    share.store(mine.iter().filter_map(|&u| {
+        let o = serde_json::from_value(resumed.get(&u)?.clone()).ok()?;
+        Some((u, o))
+    }));
+    let mut run = Vec::with_capacity(representatives.len());
+    let mut taken = Vec::new();
+    for r in representatives {
+        let group = || std::iter::once(r).chain(followers[r].iter().copied());
+        let Some(o) = share.lookup(group()) else {
+            run.push(r);
+            continue;
+        };
+        let outcomes: Vec<(usize, TrialOutcome)> = group()
+            .map(|u| {
+                let lost_blocks = lost_blocks(u);
+                (u, TrialOutcome { lost_blocks, ..o })
+            })
+            .collect();
+        share.store(outcomes.iter().copied());
+        taken.extend(encode(outcomes)?);
+    }
+    Ok((run, taken))
 }
 
 #[cfg(test)]
