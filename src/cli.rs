@@ -200,6 +200,14 @@ pub struct ReproduceArgs {
     /// inputs (same CSV files, slower; for benchmarking and testing).
     #[arg(long)]
     pub(crate) no_share_across: bool,
+    /// Instead of the scenarios as written, run the robustness study of the
+    /// selected ones that check a SCAR claim (Figures 6 and 7): each under
+    /// every setting of the knobs the paper leaves unstated (event order ×
+    /// C × failure mean), into <OUT>/<scenario>.<setting>/; then write
+    /// robustness.csv, the claim × setting map and a REPORT.md that says in
+    /// how many settings each claim holds. Shards and merges like any run.
+    #[arg(long)]
+    pub(crate) robustness: bool,
 }
 
 /// Options of `scarsim bench`.

@@ -229,6 +229,7 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         shard,
         merge: args.merge,
         share_across: !args.no_share_across,
+        robustness: args.robustness,
     };
     let quiet = args.quiet;
     // Scenarios may run two at a time: their bars share the terminal.

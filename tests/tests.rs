@@ -15,6 +15,7 @@ mod module_graph;
 mod protocol_cli;
 mod protocols;
 mod recipes;
+mod robustness;
 mod shards;
 mod sharing;
 mod theorems;

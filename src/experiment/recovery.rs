@@ -60,6 +60,7 @@ pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
     "failure_distribution",
     "failure_p",
     "failure_fixed_iteration",
+    "failure_mean_of_run",
     "criterion",
     "predicted_bounds_fraction",
     "median_rework_to_predicted",
@@ -448,7 +449,7 @@ fn check_failure_times<S>(points: &[Point], baselines: &[Baseline<S>]) -> Result
                             String::new()
                         }
                     ),
-                    FailureTime::Geometric { .. } => anyhow!(
+                    FailureTime::Geometric { .. } | FailureTime::GeometricOfRun { .. } => anyhow!(
                         "the unperturbed run converges at iteration {}: there is no iteration to fail at; \
                          tighten the criterion",
                         b.iterations()
@@ -580,9 +581,17 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
         let rework: Vec<f64> = rs.iter().map(|o| o.rework_iterations() as f64).collect();
         let s = Summary::of(&rework);
         let cfg = &p.config;
-        let (dist, fp, fixed) = match cfg.failure_time {
-            FailureTime::Geometric { p } => ("geometric", fmt_f64(p), String::new()),
-            FailureTime::Fixed { iteration } => ("fixed", String::new(), iteration.to_string()),
+        let (dist, fp, fixed, of_run) = match cfg.failure_time {
+            FailureTime::Geometric { p } => ("geometric", fmt_f64(p), String::new(), String::new()),
+            FailureTime::GeometricOfRun { mean_of_run } => (
+                "geometric-of-run",
+                String::new(),
+                String::new(),
+                fmt_f64(mean_of_run),
+            ),
+            FailureTime::Fixed { iteration } => {
+                ("fixed", String::new(), iteration.to_string(), String::new())
+            }
         };
         let lost_nodes = match cfg.loss {
             LossSpec::PsNodes(k) => k.to_string(),
@@ -624,6 +633,7 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             dist.to_string(),
             fp,
             fixed,
+            of_run,
             fmt_f64(ctx.criterion),
             fmt_f64(accuracy.bounded_fraction),
             fmt_f64(accuracy.median_ratio),

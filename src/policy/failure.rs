@@ -22,6 +22,18 @@ pub(crate) enum FailureTime {
         /// Per-iteration failure probability, in (0, 1].
         p: f64,
     },
+    /// Geometric like [`FailureTime::Geometric`], with its mean given as a
+    /// fraction of the trial's own unperturbed run: p = 1 / (`mean_of_run` · B)
+    /// (capped at 1), where B is the iteration the unperturbed run converges
+    /// at. The robustness study (issue 16's "failure mean ∈ {B/4, B/2, B}")
+    /// sets the failure rate this way so that one setting means the same
+    /// thing on a 60-iteration MLR run and a 1,300-iteration CNN run. Like
+    /// `Geometric`, T is conditioned on T < B.
+    GeometricOfRun {
+        /// The geometric distribution's mean (before truncation), as a
+        /// fraction of B; > 0.
+        mean_of_run: f64,
+    },
     /// The failure always strikes at this iteration (≥ 1).
     Fixed {
         /// The failure iteration T.
@@ -43,6 +55,10 @@ impl FailureTime {
                 (1..=last).contains(&iteration).then_some(iteration)
             }
             FailureTime::Geometric { p } => Some(truncated_geometric(p, last, rng)),
+            FailureTime::GeometricOfRun { mean_of_run } => {
+                let p = (1.0 / (mean_of_run * baseline as f64)).min(1.0);
+                Some(truncated_geometric(p, last, rng))
+            }
         }
     }
 }
@@ -133,6 +149,33 @@ mod tests {
             .sum::<f64>()
             / 20000.0;
         assert!((mean - 4.0).abs() < 0.1, "mean {mean}");
+    }
+
+    #[test]
+    fn a_mean_relative_to_the_run_is_the_geometric_with_that_mean() {
+        // B = 80: mean B/4 is p = 1/20, drawn from the same stream the same way.
+        for (b, f) in [(80usize, 0.25), (80, 1.0), (7, 0.5), (2, 0.01)] {
+            let p = (1.0 / (f * b as f64)).min(1.0);
+            let mut r1 = stream(9, Purpose::FailureTime, b as u64, 0);
+            let mut r2 = stream(9, Purpose::FailureTime, b as u64, 0);
+            for _ in 0..200 {
+                assert_eq!(
+                    FailureTime::GeometricOfRun { mean_of_run: f }.sample(b, &mut r1),
+                    FailureTime::Geometric { p }.sample(b, &mut r2)
+                );
+            }
+        }
+        // B = 1000, mean B/4: T | T ≤ 999 has mean 1/p − m·qᵐ/(1 − qᵐ) ≈ 231.4.
+        let (p, m) = (1.0 / 250.0, 999.0);
+        let qm = (1.0f64 - p).powf(m);
+        let expect = 1.0 / p - m * qm / (1.0 - qm);
+        let mut rng = stream(5, Purpose::FailureTime, 0, 0);
+        let ft = FailureTime::GeometricOfRun { mean_of_run: 0.25 };
+        let mean = (0..20000)
+            .map(|_| ft.sample(1000, &mut rng).unwrap() as f64)
+            .sum::<f64>()
+            / 20000.0;
+        assert!((mean - expect).abs() < 5.0, "mean {mean} vs {expect}");
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::report::figures::{self, Claim, Picture, Results, paper};
 use crate::scenario::{self, Scenario, bundled};
 
 mod report;
+mod robustness;
 mod shard;
 
 use report::report_text;
@@ -59,6 +60,32 @@ pub fn selected_names(only: &[String]) -> Result<Vec<&'static str>> {
     Ok(bundled::names()
         .filter(|b| only.is_empty() || only.iter().any(|n| n == b))
         .collect())
+}
+
+/// One scenario of a reproduction: a bundled scenario as written or, with
+/// `--robustness`, one of its variants ([`robustness`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    /// The scenario's name, which names its results folder.
+    pub(crate) name: String,
+    /// Where its text came from (`bundled:<name>`, with the variant's
+    /// setting for a robustness variant), for messages and the manifest.
+    origin: String,
+    /// Its TOML text.
+    text: String,
+}
+
+impl Job {
+    /// Bundled scenario `name` as written.
+    fn bundled(name: &'static str) -> Job {
+        Job {
+            name: name.to_string(),
+            origin: format!("bundled:{name}"),
+            text: bundled::find(name)
+                .expect("selected_names gives bundled names")
+                .to_string(),
+        }
+    }
 }
 
 /// Trials per point with `--quick`.
@@ -109,6 +136,9 @@ pub(crate) struct ReproduceOptions {
     /// way). `false`: every scenario computes all its units
     /// (`--no-share-across`).
     pub(crate) share_across: bool,
+    /// Run the robustness study ([`robustness`]) of the selected scenarios
+    /// instead of the scenarios as written.
+    pub(crate) robustness: bool,
 }
 
 impl ReproduceOptions {
@@ -128,6 +158,9 @@ impl ReproduceOptions {
     /// The command line that reproduces this run.
     pub(crate) fn command_line(&self) -> String {
         let mut s = String::from("scarsim reproduce");
+        if self.robustness {
+            s.push_str(" --robustness");
+        }
         if self.quick {
             s.push_str(" --quick");
         }
@@ -277,19 +310,31 @@ pub(crate) fn reproduce(
         outcomes: opts.share_across.then(|| Arc::new(SharedOutcomes::new())),
     };
     let names = selected_names(&opts.only)?;
+    let study = if opts.robustness {
+        Some(robustness::Study::of(&names)?)
+    } else {
+        None
+    };
+    let jobs: Vec<Job> = match &study {
+        Some(s) => s.jobs(),
+        None => names.iter().map(|n| Job::bundled(n)).collect(),
+    };
     if let Some(task) = opts.shard {
         let pool = worker_pool(opts.threads, None)?;
-        return run_shard(task, &names, opts, scale, &pool, &cache, progress, log);
+        return run_shard(task, &jobs, opts, scale, &pool, &cache, progress, log);
     }
     let (entries, figure_files) = if opts.merge.is_empty() {
-        run_all(&names, opts, scale, &cache, progress, log)?
+        run_all(&jobs, opts, scale, &cache, progress, log)?
     } else {
-        let done: Vec<(Entry, Vec<PathBuf>)> = names
+        let done: Vec<(Entry, Vec<PathBuf>)> = jobs
             .iter()
-            .map(|name| with_figures(gather_one(name, opts, scale, log), log))
+            .map(|job| with_figures(gather_one(job, opts, scale, log), log))
             .collect();
         done.into_iter().unzip()
     };
+    if let Some(study) = &study {
+        return study.report(opts, &entries, figure_files, started, log);
+    }
     let mut figure_files: Vec<PathBuf> = figure_files.into_iter().flatten().collect();
     let ok: Vec<Results> = entries
         .iter()
@@ -353,32 +398,32 @@ fn with_figures(mut entry: Entry, log: &(dyn Fn(&str) + Sync)) -> (Entry, Vec<Pa
     (entry, files)
 }
 
-/// Runs `names` ([`ReproduceOptions::at_once`] at a time, each in its own
-/// pool) and draws their figures; the entries come back in `names`' order.
+/// Runs `jobs` ([`ReproduceOptions::at_once`] at a time, each in its own
+/// pool) and draws their figures; the entries come back in `jobs`' order.
 fn run_all(
-    names: &[&'static str],
+    jobs: &[Job],
     opts: &ReproduceOptions,
     scale: f64,
     cache: &Caches,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(Vec<Entry>, Vec<Vec<PathBuf>>)> {
-    let lanes = opts.at_once.clamp(1, names.len().max(1));
+    let lanes = opts.at_once.clamp(1, jobs.len().max(1));
     let pools = (0..lanes)
         .map(|_| worker_pool(opts.threads, Some(experiment::cpu::PoolClock::new())))
         .collect::<Result<Vec<_>>>()?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     type Drawn = (Entry, Vec<PathBuf>);
     let done: std::sync::Mutex<Vec<Option<Drawn>>> =
-        std::sync::Mutex::new((0..names.len()).map(|_| None).collect());
+        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for pool in &pools {
             let (next, done) = (&next, &done);
             scope.spawn(move || {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(name) = names.get(i) else { break };
-                    let entry = run_one(name, opts, scale, pool, cache, progress, log);
+                    let Some(job) = jobs.get(i) else { break };
+                    let entry = run_one(job, opts, scale, pool, cache, progress, log);
                     let drawn = with_figures(entry, log);
                     done.lock().expect("entries")[i] = Some(drawn);
                 }
@@ -402,15 +447,16 @@ struct Resolved {
     run_opts: RunOptions,
 }
 
-/// Loads bundled scenario `name` with the reproduction's trials and picks
-/// its data (real where present, else the stand-in); or the entry that
-/// reports why it cannot run.
+/// Loads `job`'s scenario with the reproduction's trials and picks its data
+/// (real where present, else the stand-in); or the entry that reports why
+/// it cannot run.
 fn resolve(
-    name: &str,
+    job: &Job,
     opts: &ReproduceOptions,
     scale: f64,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Resolved, Box<Entry>> {
+    let name = job.name.as_str();
     let failed = |paper, choice, e: anyhow::Error| Entry {
         name: name.to_string(),
         paper,
@@ -418,7 +464,12 @@ fn resolve(
         results: Err(format!("{e:#}")),
         figure_error: None,
     };
-    let (mut sc, origin, text) = match scenario::load(name) {
+    let origin = scenario::Origin {
+        label: job.origin.clone(),
+        path: None,
+    };
+    let parsed = scenario::parse(&job.text, &origin.label).map(|sc| (sc, origin, job.text.clone()));
+    let (mut sc, origin, text) = match parsed {
         Ok(x) => x,
         Err(e) => {
             log(&format!("{name}: invalid: {e:#}"));
@@ -501,7 +552,7 @@ fn failed_entry(
 }
 
 fn run_one(
-    name: &str,
+    job: &Job,
     opts: &ReproduceOptions,
     scale: f64,
     pool: &rayon::ThreadPool,
@@ -516,10 +567,11 @@ fn run_one(
         paper,
         choice,
         run_opts,
-    } = match resolve(name, opts, scale, log) {
+    } = match resolve(job, opts, scale, log) {
         Ok(r) => r,
         Err(entry) => return *entry,
     };
+    let name = job.name.as_str();
     let units = experiment::unit_count(&sc) as u64;
     if opts.resume {
         match kept_results(&sc, &run_opts) {

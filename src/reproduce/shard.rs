@@ -32,7 +32,7 @@ fn shard_dirs(name: &str, dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// `reproduce --merge`: scenario `name`'s results from the shards of a
 /// `reproduce --shard` run, merged into its results folder under `--out`.
 pub(super) fn gather_one(
-    name: &str,
+    job: &Job,
     opts: &ReproduceOptions,
     scale: f64,
     log: &(dyn Fn(&str) + Sync),
@@ -43,10 +43,11 @@ pub(super) fn gather_one(
         choice,
         run_opts,
         ..
-    } = match resolve(name, opts, scale, log) {
+    } = match resolve(job, opts, scale, log) {
         Ok(r) => r,
         Err(entry) => return *entry,
     };
+    let name = job.name.as_str();
     let merged = (|| {
         let dirs = shard_dirs(name, &opts.merge)?;
         if dirs.is_empty() {
@@ -89,7 +90,7 @@ pub(super) fn gather_one(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_shard(
     task: Shard,
-    names: &[&str],
+    jobs: &[Job],
     opts: &ReproduceOptions,
     scale: f64,
     pool: &rayon::ThreadPool,
@@ -100,8 +101,9 @@ pub(super) fn run_shard(
     let started = Instant::now();
     let mut shards = Vec::new();
     let mut failed = Vec::new();
-    for (position, name) in names.iter().enumerate() {
-        let r = match resolve(name, opts, scale, log) {
+    for (position, job) in jobs.iter().enumerate() {
+        let name = job.name.as_str();
+        let r = match resolve(job, opts, scale, log) {
             Ok(r) => r,
             Err(entry) => {
                 failed.push((name.to_string(), entry.error().unwrap_or_default()));

@@ -19,6 +19,7 @@ fn quick_defaults_and_overrides() {
         shard: None,
         merge: Vec::new(),
         share_across: true,
+        robustness: false,
     };
     assert_eq!(o.trials(), Some(QUICK_TRIALS));
     assert_eq!(o.scale(), QUICK_SCALE);

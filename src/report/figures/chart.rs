@@ -224,13 +224,48 @@ pub(crate) enum Cell {
     Missing(String),
 }
 
-/// Something that can be rendered: one chart or a grid of them.
+/// How one cell of a [`Map`] came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// The claim holds and its 95% CI agrees (lies on the claim's side).
+    Holds,
+    /// The point estimate meets the claim; the CI also allows otherwise.
+    Leans,
+    /// The point estimate misses the claim; the CI still reaches it.
+    Misses,
+    /// The claim fails: its CI lies wholly outside.
+    Fails,
+    /// Not measured in this setting (not applicable, or undefined).
+    Missing,
+}
+
+/// A map of verdicts: one row per claim, one column per setting (the
+/// robustness study's claim × setting figure).
+#[derive(Clone, Debug)]
+pub(crate) struct Map {
+    /// Title line.
+    pub(crate) title: String,
+    /// Line under the title.
+    pub(crate) subtitle: String,
+    /// Column header lines, top first: each a list of (label, columns spanned).
+    pub(crate) header: Vec<Vec<(String, usize)>>,
+    /// One label per row.
+    pub(crate) rows: Vec<String>,
+    /// Number of columns.
+    pub(crate) cols: usize,
+    /// Row-major marks, `rows.len() × cols`.
+    pub(crate) marks: Vec<Mark>,
+}
+
+/// Something that can be rendered: one chart, a grid of them or a map.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Picture<'a> {
     /// One chart.
     Single(&'a Chart),
     /// A grid of charts.
     Grid(&'a Grid),
+    /// A claim × setting map.
+    Map(&'a Map),
 }
 
 #[cfg(test)]

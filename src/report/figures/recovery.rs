@@ -209,6 +209,43 @@ impl Layout for PriorityCheckpoint {
     }
 }
 
+/// SCAR §5.4's ordering at r = 1/8, priority < round-robin < random, as
+/// the paired differences of rework iterations between neighbours: for each
+/// of `priority − round` and `round − random` whose two series (swept,
+/// partial recovery, that selector) are in `r` at r = 1/8, its label and
+/// estimate (negative: the ordering holds at that step). `None` estimates
+/// when fewer than two trials pair up.
+pub(crate) fn selector_ordering(r: &Results) -> Result<Vec<(String, Option<Estimate>)>> {
+    let rows = r.rows()?;
+    let fraction = PRIORITY_CLAIM.0;
+    let with = |selector: &str| {
+        find_series(r, &rows, |r, s| {
+            !r.is_reference(s)
+                && r.series_value(s, "recovery").as_deref() == Some("partial")
+                && r.series_value(s, "selector").as_deref() == Some(selector)
+        })
+        .filter(|s| row_at(&rows, s, fraction).is_some())
+    };
+    let mut out = Vec::new();
+    for (a, b) in [("priority", "round"), ("round", "random")] {
+        let (Some(sa), Some(sb)) = (with(a), with(b)) else {
+            continue;
+        };
+        let d = paired_difference(
+            &r.trial_values(&sa, fraction, "rework_iterations")?,
+            &r.trial_values(&sb, fraction, "rework_iterations")?,
+        );
+        out.push((
+            format!(
+                "{sa} < {sb} at r = 1/{} (paired rework difference)",
+                tick_label(1.0 / fraction)
+            ),
+            d,
+        ));
+    }
+    Ok(out)
+}
+
 /// Whether `series` is a swept (not reference) series with partial recovery
 /// whose selector is (`priority` = true) or is not (false) the priority one.
 fn partial_with(r: &Results, series: &str, priority: bool) -> bool {

@@ -35,6 +35,17 @@ pub(super) fn check_point(
                 format!("{p} in {what} is outside (0, 1]"),
             ));
         }
+        FailureTime::GeometricOfRun { mean_of_run }
+            if !(mean_of_run > 0.0 && mean_of_run <= 1e6) =>
+        {
+            return Err(at(
+                ft_span,
+                "failure.iteration.mean_of_run",
+                format!(
+                    "{mean_of_run} in {what} is outside (0, 1e6] (a fraction of the run's length)"
+                ),
+            ));
+        }
         FailureTime::Fixed { iteration: 0 } => {
             return Err(at(
                 ft_span,

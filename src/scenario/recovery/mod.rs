@@ -266,6 +266,7 @@ struct RawFailure {
 struct RawFailureTime {
     distribution: String,
     p: Option<f64>,
+    mean_of_run: Option<f64>,
     iteration: Option<usize>,
 }
 
@@ -458,26 +459,28 @@ fn parse_convergence(
 fn parse_failure(src: &SourceText, raw: &Raw) -> Result<(FailureTime, LossSpec)> {
     let ft = raw.failure.iteration.get_ref();
     let ft_span = raw.failure.iteration.span();
-    let failure_time = match (ft.distribution.as_str(), ft.p, ft.iteration) {
-        ("geometric", Some(p), None) => FailureTime::Geometric { p },
-        ("fixed", None, Some(iteration)) => FailureTime::Fixed {
+    let failure_time = match (ft.distribution.as_str(), ft.p, ft.mean_of_run, ft.iteration) {
+        ("geometric", Some(p), None, None) => FailureTime::Geometric { p },
+        ("geometric", None, Some(mean_of_run), None) => FailureTime::GeometricOfRun { mean_of_run },
+        ("fixed", None, None, Some(iteration)) => FailureTime::Fixed {
             iteration: limits::iterations(src, &ft_span, "failure.iteration.iteration", iteration)?,
         },
-        ("geometric", _, _) => {
+        ("geometric", _, _, _) => {
             return Err(src.error_at(
                 ft_span,
                 "failure.iteration",
-                "a geometric failure time takes exactly `p`",
+                "a geometric failure time takes exactly one of `p` (per-iteration probability) or \
+                 `mean_of_run` (its mean as a fraction of the unperturbed run's length B)",
             ));
         }
-        ("fixed", _, _) => {
+        ("fixed", _, _, _) => {
             return Err(src.error_at(
                 ft_span,
                 "failure.iteration",
                 "a fixed failure time takes exactly `iteration`",
             ));
         }
-        (other, _, _) => {
+        (other, _, _, _) => {
             return Err(src.error_at(
                 ft_span,
                 "failure.iteration.distribution",

@@ -61,7 +61,7 @@ impl SweepAxis {
             SweepAxis::CheckpointInterval => cfg.checkpoint.interval as f64,
             SweepAxis::FailureProbability => match cfg.failure_time {
                 FailureTime::Geometric { p } => p,
-                FailureTime::Fixed { .. } => f64::NAN,
+                FailureTime::Fixed { .. } | FailureTime::GeometricOfRun { .. } => f64::NAN,
             },
         }
     }

@@ -17,6 +17,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::chart::{Cell, Grid, Picture};
 
 mod axis;
+mod map;
 mod plot;
 
 pub(crate) use axis::tick_label;
@@ -104,6 +105,7 @@ pub(crate) fn size_of(picture: Picture<'_>) -> (u32, u32) {
             PANEL_SIZE.0 * g.cols as u32,
             GRID_HEADER + PANEL_SIZE.1 * g.rows as u32,
         ),
+        Picture::Map(m) => map::size(m),
     }
 }
 
@@ -159,6 +161,7 @@ fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, picture: Picture<'_>
     match picture {
         Picture::Single(chart) => draw_chart(root, chart, &SINGLE_THEME),
         Picture::Grid(grid) => draw_grid(root, grid),
+        Picture::Map(m) => map::draw(root, m),
     }
 }
 
