@@ -43,6 +43,7 @@ use crate::report::figures::claims::Estimate;
 use crate::report::figures::recovery::selector_ordering;
 use crate::report::fmt_f64;
 use crate::scenario::SweepAxis;
+use crate::scenario::recovery::Alternative;
 
 /// The event orders the study tries.
 const ORDERS: [EventOrder; 2] = [EventOrder::FailureFirst, EventOrder::CheckpointFirst];
@@ -132,8 +133,21 @@ struct Panel {
     base: &'static str,
     /// Its own full-checkpoint interval C.
     interval: usize,
-    /// Per setting, the variant's job, or why the setting does not apply.
-    variants: Vec<(Setting, Result<Job, String>)>,
+    /// The labels of its `[[robustness]]` readings (reading `i + 1`).
+    readings: Vec<String>,
+    /// Per reading (0: as bundled) and setting, the variant's job, or why
+    /// the setting does not apply.
+    variants: Vec<(usize, Setting, Result<Job, String>)>,
+}
+
+impl Panel {
+    /// Reading `r`'s label.
+    fn reading(&self, r: usize) -> &str {
+        match r {
+            0 => "as bundled",
+            r => &self.readings[r - 1],
+        }
+    }
 }
 
 /// The study: its panels and their variants.
@@ -141,28 +155,42 @@ pub(crate) struct Study {
     panels: Vec<Panel>,
 }
 
-/// Whether bundled scenario `sc` is a panel the study covers, and its C.
-fn eligible(sc: &Scenario) -> Option<usize> {
+/// Bundled scenario `sc` if it is a panel the study covers.
+fn eligible(sc: &Scenario) -> Option<&crate::scenario::RecoveryScenario> {
     let Scenario::Recovery(r) = sc else {
         return None;
     };
     let axis = r.sweep.as_ref()?.axis;
-    if !matches!(
+    let covered = matches!(
         axis,
         SweepAxis::LostFraction | SweepAxis::CheckpointFraction
-    ) {
-        return None;
-    }
-    r.series.first().map(|s| s.config.checkpoint.interval)
+    );
+    (covered && !r.series.is_empty()).then_some(r)
 }
 
-/// `base_text` with the setting's knobs replaced (for every series).
-fn variant_text(base_text: &str, name: &str, setting: Setting, interval: usize) -> Result<String> {
+/// `base_text` with reading `alternative` applied and the setting's knobs
+/// replaced (for every series).
+fn variant_text(
+    base_text: &str,
+    name: &str,
+    alternative: Option<&Alternative>,
+    setting: Setting,
+    interval: usize,
+) -> Result<String> {
     use toml::Value;
     let mut t: toml::Table = toml::from_str(base_text).context("the bundled text")?;
+    t.remove("robustness");
+    if let Some(a) = alternative {
+        a.apply(&mut t)
+            .map_err(|e| anyhow::anyhow!("reading `{}`: {e}", a.label))?;
+    }
     t.insert("name".into(), Value::String(name.to_string()));
     if let Some(Value::String(title)) = t.get_mut("title") {
-        title.push_str(&format!(" [robustness: {}]", setting.describe(interval)));
+        let reading = alternative.map_or(String::new(), |a| format!("{}; ", a.label));
+        title.push_str(&format!(
+            " [robustness: {reading}{}]",
+            setting.describe(interval)
+        ));
     }
     let table = |t: &mut toml::Table, key: &str| -> Result<toml::Table> {
         match t.remove(key) {
@@ -205,30 +233,39 @@ impl Study {
         let mut panels = Vec::new();
         for &base in names {
             let (sc, _, text) = scenario::load(base)?;
-            let Some(interval) = eligible(&sc) else {
+            let Some(r) = eligible(&sc) else {
                 continue;
             };
-            let variants = Setting::all()
-                .into_iter()
-                .map(|setting| {
-                    let name = format!("{base}.{}", setting.tag(interval));
+            let interval = r.series[0].config.checkpoint.interval;
+            let alternatives: Vec<Option<&Alternative>> = std::iter::once(None)
+                .chain(r.alternatives.iter().map(Some))
+                .collect();
+            let mut variants = Vec::new();
+            for (reading, alternative) in alternatives.iter().enumerate() {
+                for setting in Setting::all() {
+                    let name = match reading {
+                        0 => format!("{base}.{}", setting.tag(interval)),
+                        i => format!("{base}.r{i}.{}", setting.tag(interval)),
+                    };
                     let origin = format!(
-                        "bundled:{base} (robustness: {})",
+                        "bundled:{base} (robustness: {}{})",
+                        alternative.map_or(String::new(), |a| format!("{}; ", a.label)),
                         setting.describe(interval)
                     );
                     let prefix = format!("{origin}: ");
-                    let job = variant_text(&text, &name, setting, interval)
+                    let job = variant_text(&text, &name, *alternative, setting, interval)
                         .and_then(|text| {
                             scenario::parse(&text, &origin)?;
                             Ok(Job { name, origin, text })
                         })
                         .map_err(|e| format!("{e:#}").replace(&prefix, ""));
-                    (setting, job)
-                })
-                .collect();
+                    variants.push((reading, setting, job));
+                }
+            }
             panels.push(Panel {
                 base,
                 interval,
+                readings: r.alternatives.iter().map(|a| a.label.clone()).collect(),
                 variants,
             });
         }
@@ -249,7 +286,7 @@ impl Study {
             .flat_map(|p| {
                 p.variants
                     .iter()
-                    .filter_map(|(_, j)| j.as_ref().ok().cloned())
+                    .filter_map(|(_, _, j)| j.as_ref().ok().cloned())
             })
             .collect()
     }
@@ -268,7 +305,7 @@ impl Study {
         let mut problems = Vec::new();
         let mut next = entries.iter();
         for panel in &self.panels {
-            for (setting, job) in &panel.variants {
+            for (reading, setting, job) in &panel.variants {
                 let outcome = match job {
                     Err(why) => Err(format!("not applicable: {why}")),
                     Ok(job) => {
@@ -286,6 +323,7 @@ impl Study {
                     Ok(cs) => {
                         findings.extend(cs.into_iter().map(|(claim, test, estimate)| Finding {
                             panel: panel.base,
+                            reading: panel.reading(*reading).to_string(),
                             interval: panel.interval,
                             setting: *setting,
                             claim,
@@ -293,7 +331,15 @@ impl Study {
                             estimate,
                         }))
                     }
-                    Err(why) => problems.push((panel.base, setting.describe(panel.interval), why)),
+                    Err(why) => problems.push((
+                        panel.base,
+                        format!(
+                            "{}, {}",
+                            panel.reading(*reading),
+                            setting.describe(panel.interval)
+                        ),
+                        why,
+                    )),
                 }
             }
         }
@@ -341,6 +387,8 @@ enum Test {
 /// One claim measured in one setting.
 struct Finding {
     panel: &'static str,
+    /// The `[[robustness]]` reading's label, or "as bundled".
+    reading: String,
     /// The panel's own C.
     interval: usize,
     setting: Setting,
@@ -411,12 +459,31 @@ fn claims_of(r: &Results) -> Result<Vec<(String, Test, Option<Estimate>)>> {
     Ok(out)
 }
 
-/// The distinct (panel, claim, test) triples, in first-seen order.
-fn distinct_claims(findings: &[Finding]) -> Vec<(&'static str, String, Test)> {
-    let mut out: Vec<(&'static str, String, Test)> = Vec::new();
+/// A claim of one panel under one reading of its model-specific knobs.
+struct ClaimRow {
+    panel: &'static str,
+    reading: String,
+    claim: String,
+    test: Test,
+}
+
+impl ClaimRow {
+    fn of(&self, f: &Finding) -> bool {
+        f.panel == self.panel && f.reading == self.reading && f.claim == self.claim
+    }
+}
+
+/// The distinct (panel, reading, claim) rows, in first-seen order.
+fn distinct_claims(findings: &[Finding]) -> Vec<ClaimRow> {
+    let mut out: Vec<ClaimRow> = Vec::new();
     for f in findings {
-        if !out.iter().any(|(p, c, _)| *p == f.panel && *c == f.claim) {
-            out.push((f.panel, f.claim.clone(), f.test));
+        if !out.iter().any(|c| c.of(f)) {
+            out.push(ClaimRow {
+                panel: f.panel,
+                reading: f.reading.clone(),
+                claim: f.claim.clone(),
+                test: f.test,
+            });
         }
     }
     out
@@ -426,6 +493,7 @@ fn distinct_claims(findings: &[Finding]) -> Vec<(&'static str, String, Test)> {
 #[derive(Serialize)]
 struct Row<'a> {
     panel: &'a str,
+    reading: &'a str,
     claim: &'a str,
     event_order: &'a str,
     checkpoint_interval: usize,
@@ -452,6 +520,7 @@ fn rows_csv(findings: &[Finding]) -> Result<Vec<u8>> {
         let e = f.estimate;
         w.serialize(Row {
             panel: f.panel,
+            reading: &f.reading,
             claim: &f.claim,
             event_order: f.setting.order_name(),
             checkpoint_interval: f.setting.interval_for(f.interval),
@@ -475,7 +544,7 @@ fn rows_csv(findings: &[Finding]) -> Result<Vec<u8>> {
 }
 
 /// The claim × setting map.
-fn map_of(claims: &[(&'static str, String, Test)], findings: &[Finding]) -> Map {
+fn map_of(claims: &[ClaimRow], findings: &[Finding]) -> Map {
     let settings = Setting::all();
     let per_order = INTERVAL_FACTORS.len() * MEANS.len();
     let header = vec![
@@ -501,12 +570,12 @@ fn map_of(claims: &[(&'static str, String, Test)], findings: &[Finding]) -> Map 
             .collect(),
     ];
     let mut marks = Vec::new();
-    for (panel, claim, _) in claims {
+    for c in claims {
         for s in &settings {
             marks.push(
                 findings
                     .iter()
-                    .find(|f| f.panel == *panel && f.claim == *claim && f.setting == *s)
+                    .find(|f| c.of(f) && f.setting == *s)
                     .map_or(Mark::Missing, Finding::mark),
             );
         }
@@ -517,7 +586,18 @@ fn map_of(claims: &[(&'static str, String, Test)], findings: &[Finding]) -> Map 
         header,
         rows: claims
             .iter()
-            .map(|(p, c, _)| format!("{} · {c}", p.trim_start_matches("scar-")))
+            .map(|c| {
+                let reading = if c.reading == "as bundled" {
+                    String::new()
+                } else {
+                    format!(" [{}]", c.reading)
+                };
+                format!(
+                    "{}{reading} · {}",
+                    c.panel.trim_start_matches("scar-"),
+                    c.claim
+                )
+            })
             .collect(),
         cols: settings.len(),
         marks,
@@ -529,7 +609,7 @@ fn map_of(claims: &[(&'static str, String, Test)], findings: &[Finding]) -> Map 
 fn report_text(
     opts: &ReproduceOptions,
     entries: &[Entry],
-    claims: &[(&'static str, String, Test)],
+    claims: &[ClaimRow],
     findings: &[Finding],
     problems: &[(&'static str, String, String)],
     pictures: &[PathBuf],
@@ -586,13 +666,11 @@ fn report_text(
     writeln!(w, "## Claims\n")?;
     writeln!(
         w,
-        "| panel | claim | paper | holds in | and the CI agrees in |\n|---|---|---|---|---|"
+        "| panel | reading | claim | paper | holds in | and the CI agrees in |\n|---|---|---|---|---|---|"
     )?;
-    for (panel, claim, test) in claims {
-        let of: Vec<&Finding> = findings
-            .iter()
-            .filter(|f| f.panel == *panel && f.claim == *claim)
-            .collect();
+    for c in claims {
+        let (panel, claim, test) = (c.panel, &c.claim, c.test);
+        let of: Vec<&Finding> = findings.iter().filter(|f| c.of(f)).collect();
         let measured = of.iter().filter(|f| f.holds().is_some()).count();
         let held = of.iter().filter(|f| f.holds() == Some(true)).count();
         let strong = of.iter().filter(|f| f.mark() == Mark::Holds).count();
@@ -602,8 +680,38 @@ fn report_text(
         };
         writeln!(
             w,
-            "| `{panel}` | {claim} | {paper} | {held} of {measured} | {strong} of {measured} |"
+            "| `{panel}` | {} | {claim} | {paper} | {held} of {measured} | {strong} of {measured} |",
+            c.reading
         )?;
+    }
+    let mut by_reading: Vec<(&'static str, &str, usize, usize)> = Vec::new();
+    for c in claims {
+        if by_reading
+            .iter()
+            .any(|r| r.0 == c.panel && r.1 == c.reading)
+        {
+            continue;
+        }
+        let of: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.panel == c.panel && f.reading == c.reading)
+            .collect();
+        by_reading.push((
+            c.panel,
+            &c.reading,
+            of.iter().filter(|f| f.holds() == Some(true)).count(),
+            of.iter().filter(|f| f.holds().is_some()).count(),
+        ));
+    }
+    if by_reading.iter().any(|r| r.1 != "as bundled") {
+        writeln!(
+            w,
+            "\nThe model-specific readings (`[[robustness]]` in the panel's scenario), over every setting:\n"
+        )?;
+        writeln!(w, "| panel | reading | claims held |\n|---|---|---|")?;
+        for (panel, reading, held, measured) in &by_reading {
+            writeln!(w, "| `{panel}` | {reading} | {held} of {measured} |")?;
+        }
     }
     writeln!(w, "\n## Readings\n")?;
     writeln!(
@@ -675,7 +783,7 @@ mod tests {
         let study = Study::of(&["scar-partial-mlr-mnist"]).unwrap();
         assert_eq!(study.panels.len(), 1);
         assert_eq!(study.panels[0].variants.len(), 24);
-        for (setting, job) in &study.panels[0].variants {
+        for (_, setting, job) in &study.panels[0].variants {
             let job = job.as_ref().unwrap();
             let Scenario::Recovery(r) = scenario::parse(&job.text, &job.origin).unwrap() else {
                 panic!("a recovery scenario")
@@ -695,16 +803,37 @@ mod tests {
     }
 
     #[test]
+    fn a_panel_with_readings_runs_every_setting_under_each() {
+        let study = Study::of(&["scar-partial-mf-movielens"]).unwrap();
+        let panel = &study.panels[0];
+        assert_eq!(panel.readings, ["λ = 1"]);
+        assert_eq!(panel.variants.len(), 48);
+        for (reading, _, job) in &panel.variants {
+            let job = job.as_ref().unwrap();
+            assert_eq!(job.name.contains(".r1."), *reading == 1, "{}", job.name);
+            let Scenario::Recovery(r) = scenario::parse(&job.text, &job.origin).unwrap() else {
+                panic!("a recovery scenario")
+            };
+            assert!(
+                r.alternatives.is_empty(),
+                "a variant lists no readings of its own"
+            );
+            let criterion = r.convergence.criterion;
+            assert_eq!(criterion == 13135.0, *reading == 1, "{criterion}");
+        }
+    }
+
+    #[test]
     fn a_setting_the_checks_refuse_is_not_applicable() {
         // C/2 = 4 with 1/8 checkpoints would checkpoint every half iteration.
         let study = Study::of(&["scar-priority-mlr-mnist"]).unwrap();
         let refused: Vec<_> = study.panels[0]
             .variants
             .iter()
-            .filter(|(_, j)| j.is_err())
+            .filter(|(_, _, j)| j.is_err())
             .collect();
         assert_eq!(refused.len(), 6);
-        assert!(refused.iter().all(|(s, _)| s.interval == 0));
+        assert!(refused.iter().all(|(_, s, _)| s.interval == 0));
         assert_eq!(study.jobs().len(), 18);
     }
 
@@ -718,6 +847,7 @@ mod tests {
     fn marks_follow_the_estimate_and_its_ci() {
         let f = |test, value, lo, hi| Finding {
             panel: "p",
+            reading: "as bundled".into(),
             interval: 8,
             setting: Setting::all()[0],
             claim: "c".into(),

@@ -61,9 +61,11 @@ use crate::policy::{
     CheckpointPolicy, EventOrder, FailureTime, LossSpec, RecoveryPolicy, Selector, WriteBudget,
 };
 
+mod alternatives;
 mod check;
 mod sweep;
 
+pub(crate) use alternatives::Alternative;
 use check::check_point;
 use sweep::parse_sweep;
 pub use sweep::{Sweep, SweepAxis};
@@ -130,6 +132,11 @@ pub struct RecoveryScenario {
     pub sweep: Option<Sweep>,
     /// The series to compare (at least one).
     pub series: Vec<SeriesSpec>,
+    /// Other readings of model-specific knobs for `reproduce --robustness`
+    /// (`[[robustness]]`; none by default, and then left out of the
+    /// resolved scenario so that its fingerprint is unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty", rename = "robustness")]
+    pub(crate) alternatives: Vec<Alternative>,
 }
 
 /// One (series, x) point of the plan.
@@ -211,6 +218,7 @@ struct Raw {
     checkpoint: RawCheckpoint,
     sweep: Option<Spanned<toml::Table>>,
     series: Spanned<Vec<RawSeries>>,
+    robustness: Option<Spanned<Vec<alternatives::RawAlternative>>>,
 }
 
 #[derive(Deserialize)]
@@ -365,6 +373,13 @@ pub(crate) fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         })
         .sum();
     limits::points(src, &raw.series.span(), "series", point_count)?;
+    let alternatives = match &raw.robustness {
+        None => Vec::new(),
+        Some(r) => alternatives::parse(src, r.span(), r.get_ref(), |text| {
+            let origin = format!("{} with the reading applied", src.origin);
+            parse(&SourceText::new(text, &origin)).map(|_| ())
+        })?,
+    };
     let scenario = RecoveryScenario {
         meta: Meta::new(
             "recovery", &raw.name, &raw.title, &raw.paper, trials, raw.seed,
@@ -376,6 +391,7 @@ pub(crate) fn parse(src: &SourceText) -> Result<RecoveryScenario> {
         ps_nodes,
         sweep,
         series,
+        alternatives,
     };
     for p in scenario.points() {
         let what = format!(
