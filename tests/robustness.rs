@@ -50,7 +50,7 @@ fn study_measures_every_claim_in_every_setting_and_shards() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "panel,claim,event_order,checkpoint_interval,failure_mean_of_run,value,ci95_low,ci95_high,trials,claim_low,claim_high,verdict"
+        "panel,reading,claim,event_order,checkpoint_interval,failure_mean_of_run,value,ci95_low,ci95_high,trials,claim_low,claim_high,verdict"
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 24 * 3, "{csv}");
@@ -77,7 +77,7 @@ fn study_measures_every_claim_in_every_setting_and_shards() {
     // One line per claim, each counted over the settings where it was defined.
     let claims: Vec<&str> = report
         .lines()
-        .filter(|l| l.starts_with("| `scar-partial-mlr-covtype` | rework reduction"))
+        .filter(|l| l.starts_with("| `scar-partial-mlr-covtype` | as bundled | rework reduction"))
         .collect();
     assert_eq!(claims.len(), 3, "{report}");
     assert!(
