@@ -311,7 +311,13 @@ pub(crate) fn reproduce(
     };
     let names = selected_names(&opts.only)?;
     let study = if opts.robustness {
-        Some(robustness::Study::of(&names)?)
+        let study = robustness::Study::of(&names)?;
+        for name in &study.skipped {
+            log(&format!(
+                "{name}: not a panel of SCAR Figure 6 or 7; --robustness leaves it out"
+            ));
+        }
+        Some(study)
     } else {
         None
     };

@@ -153,6 +153,8 @@ impl Panel {
 /// The study: its panels and their variants.
 pub(crate) struct Study {
     panels: Vec<Panel>,
+    /// Selected scenarios that are not Figure 6/7 panels (not studied).
+    pub(crate) skipped: Vec<&'static str>,
 }
 
 /// Bundled scenario `sc` if it is a panel the study covers.
@@ -231,9 +233,11 @@ impl Study {
     /// SCAR Figures 6 and 7. An error when none is.
     pub(crate) fn of(names: &[&'static str]) -> Result<Study> {
         let mut panels = Vec::new();
+        let mut skipped = Vec::new();
         for &base in names {
             let (sc, _, text) = scenario::load(base)?;
             let Some(r) = eligible(&sc) else {
+                skipped.push(base);
                 continue;
             };
             let interval = r.series[0].config.checkpoint.interval;
@@ -276,7 +280,7 @@ impl Study {
                  e.g. --only scar-partial-mlr-mnist"
             );
         }
-        Ok(Study { panels })
+        Ok(Study { panels, skipped })
     }
 
     /// The variants to run, panel by panel, in setting order.
@@ -735,6 +739,13 @@ fn report_text(
         let fb = b.1 as f64 / b.2 as f64;
         fb.total_cmp(&fa)
     });
+    if readings.iter().any(|r| r.2 != readings[0].2) {
+        writeln!(
+            w,
+            "Readings are ranked by the fraction held; some measure fewer claims than others \
+             (a setting a panel's checks refuse is not measured there, see the end).\n"
+        )?;
+    }
     writeln!(
         w,
         "| reading (event order, C, mean T) | claims held |\n|---|---|"
