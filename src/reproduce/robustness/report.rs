@@ -240,7 +240,8 @@ pub(super) fn map_of(claims: &[ClaimRow], findings: &[Finding]) -> Map {
     }
 }
 
-/// The study's `REPORT.md`.
+/// The study's `REPORT.md`: what ran, each claim's tally, the readings
+/// ranked, the map and what was not measured.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn report_text(
     opts: &ReproduceOptions,
@@ -252,6 +253,32 @@ pub(super) fn report_text(
     seconds: f64,
 ) -> Result<String> {
     let mut w = String::new();
+    intro(&mut w, opts, entries, seconds)?;
+    claims_section(&mut w, claims, findings)?;
+    readings_section(&mut w, findings)?;
+    writeln!(w, "\n## Map\n")?;
+    if let Some(png) = pictures.get(1) {
+        writeln!(w, "![claims × settings]({})\n", link(&opts.out_dir, png))?;
+    }
+    if !problems.is_empty() {
+        writeln!(w, "## Not measured\n")?;
+        for (panel, setting, why) in problems {
+            writeln!(w, "- `{panel}`, {setting}: {why}")?;
+        }
+    }
+    Ok(w)
+}
+
+/// (claims held, claims measured) among `findings`.
+fn tally<'a>(findings: impl Iterator<Item = &'a Finding>) -> (usize, usize) {
+    findings.fold((0, 0), |(held, measured), f| match f.holds() {
+        Some(h) => (held + usize::from(h), measured + 1),
+        None => (held, measured),
+    })
+}
+
+/// The title, the command, what ran on which data and what the study does.
+fn intro(w: &mut String, opts: &ReproduceOptions, entries: &[Entry], seconds: f64) -> Result<()> {
     writeln!(
         w,
         "# SCAR's claims under the knobs the paper leaves unstated\n"
@@ -299,6 +326,11 @@ pub(super) fn report_text(
          lies in the paper's range; an ordering holds when the paired difference is negative. \
          `robustness.csv` has every estimate with its 95% CI.\n"
     )?;
+    Ok(())
+}
+
+/// Per claim (and per `[[robustness]]` reading): in how many settings it holds.
+fn claims_section(w: &mut String, claims: &[ClaimRow], findings: &[Finding]) -> Result<()> {
     writeln!(w, "## Claims\n")?;
     writeln!(
         w,
@@ -306,10 +338,11 @@ pub(super) fn report_text(
     )?;
     for c in claims {
         let (panel, claim, test) = (c.panel, &c.claim, c.test);
-        let of: Vec<&Finding> = findings.iter().filter(|f| c.of(f)).collect();
-        let measured = of.iter().filter(|f| f.holds().is_some()).count();
-        let held = of.iter().filter(|f| f.holds() == Some(true)).count();
-        let strong = of.iter().filter(|f| f.mark() == Mark::Holds).count();
+        let (held, measured) = tally(findings.iter().filter(|f| c.of(f)));
+        let strong = findings
+            .iter()
+            .filter(|f| c.of(f) && f.mark() == Mark::Holds)
+            .count();
         let paper = match test {
             Test::Range(lo, hi) => format!("{lo:.0}–{hi:.0}%"),
             Test::Negative => "< 0".to_string(),
@@ -328,16 +361,12 @@ pub(super) fn report_text(
         {
             continue;
         }
-        let of: Vec<&Finding> = findings
-            .iter()
-            .filter(|f| f.panel == c.panel && f.reading == c.reading)
-            .collect();
-        by_reading.push((
-            c.panel,
-            &c.reading,
-            of.iter().filter(|f| f.holds() == Some(true)).count(),
-            of.iter().filter(|f| f.holds().is_some()).count(),
-        ));
+        let (held, measured) = tally(
+            findings
+                .iter()
+                .filter(|f| f.panel == c.panel && f.reading == c.reading),
+        );
+        by_reading.push((c.panel, &c.reading, held, measured));
     }
     if by_reading.iter().any(|r| r.1 != "as bundled") {
         writeln!(
@@ -349,6 +378,11 @@ pub(super) fn report_text(
             writeln!(w, "| `{panel}` | {reading} | {held} of {measured} |")?;
         }
     }
+    Ok(())
+}
+
+/// The settings ranked by the fraction of claims they hold.
+fn readings_section(w: &mut String, findings: &[Finding]) -> Result<()> {
     writeln!(w, "\n## Readings\n")?;
     writeln!(
         w,
@@ -357,12 +391,8 @@ pub(super) fn report_text(
     let mut readings: Vec<(Setting, usize, usize)> = Setting::all()
         .into_iter()
         .map(|s| {
-            let of: Vec<&Finding> = findings.iter().filter(|f| f.setting == s).collect();
-            (
-                s,
-                of.iter().filter(|f| f.holds() == Some(true)).count(),
-                of.iter().filter(|f| f.holds().is_some()).count(),
-            )
+            let (held, measured) = tally(findings.iter().filter(|f| f.setting == s));
+            (s, held, measured)
         })
         .filter(|r| r.2 > 0)
         .collect();
@@ -404,17 +434,7 @@ pub(super) fn report_text(
             }
         )?;
     }
-    writeln!(w, "\n## Map\n")?;
-    if let Some(png) = pictures.get(1) {
-        writeln!(w, "![claims × settings]({})\n", link(&opts.out_dir, png))?;
-    }
-    if !problems.is_empty() {
-        writeln!(w, "## Not measured\n")?;
-        for (panel, setting, why) in problems {
-            writeln!(w, "- `{panel}`, {setting}: {why}")?;
-        }
-    }
-    Ok(w)
+    Ok(())
 }
 
 #[cfg(test)]
