@@ -3,9 +3,7 @@
 
 use crate::common;
 
-use std::path::Path;
-
-use common::{scarsim, stderr, tmpdir};
+use common::{run_ok, scarsim, stderr, tmpdir};
 
 const STUDY: [&str; 14] = [
     "reproduce",
@@ -23,11 +21,6 @@ const STUDY: [&str; 14] = [
     "scar-partial-mlr-covtype",
     "--data-dir=none",
 ];
-
-fn run_ok(dir: &Path, args: &[&str]) {
-    let o = scarsim(dir, args);
-    assert!(o.status.success(), "scarsim {args:?}: {}", stderr(&o));
-}
 
 /// Drops the command line (its --out differs) and the wall/CPU-time sentence.
 fn without_times(report: &str) -> String {

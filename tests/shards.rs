@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{scarsim, small_recovery, stderr, tmpdir};
+use common::{run_ok, scarsim, small_recovery, stderr, tmpdir};
 
 const OUTPUTS: [&str; 3] = ["summary.csv", "trials.csv", "baseline.csv"];
 
@@ -21,11 +21,6 @@ fn same_outputs(a: &Path, b: &Path) {
             b.display()
         );
     }
-}
-
-fn run_ok(dir: &Path, args: &[&str]) {
-    let o = scarsim(dir, args);
-    assert!(o.status.success(), "scarsim {args:?}: {}", stderr(&o));
 }
 
 const SMALL: [&str; 4] = ["--synthetic", "--scale", "0.02", "--quiet"];

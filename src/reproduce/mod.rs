@@ -264,6 +264,14 @@ impl Entry {
     }
 }
 
+/// The scenarios among `entries` that failed, with their errors.
+fn failures(entries: &[Entry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter_map(|e| e.error().map(|m| (e.name.clone(), m)))
+        .collect()
+}
+
 /// What `reproduce` did.
 pub(crate) struct Reproduction {
     /// Path of `REPORT.md` (none for a `--shard` run).
@@ -366,10 +374,7 @@ pub(crate) fn reproduce(
         report: Some(report),
         shards: Vec::new(),
         figures: figure_files,
-        failed: entries
-            .iter()
-            .filter_map(|e| e.error().map(|m| (e.name.clone(), m)))
-            .collect(),
+        failed: failures(&entries),
         wall_time_seconds: seconds,
     })
 }

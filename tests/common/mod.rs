@@ -176,3 +176,10 @@ pub fn assert_same_bytes_on_every_kernel_level(
         );
     }
 }
+
+/// Runs the scarsim binary with `args` in `dir` and fails the test, with its
+/// stderr, unless it succeeds.
+pub fn run_ok(dir: &Path, args: &[&str]) {
+    let o = scarsim(dir, args);
+    assert!(o.status.success(), "scarsim {args:?}: {}", stderr(&o));
+}

@@ -364,10 +364,7 @@ impl Study {
             report: Some(report),
             shards: Vec::new(),
             figures: files,
-            failed: entries
-                .iter()
-                .filter_map(|e| e.error().map(|m| (e.name.clone(), m)))
-                .collect(),
+            failed: failures(entries),
             wall_time_seconds: seconds,
         })
     }
