@@ -24,65 +24,13 @@ use crate::engine::{
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
+use crate::report::columns::recovery::{SummaryRow, TrialRow};
+use crate::report::row::Row;
 use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream};
 use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
 use crate::stats::Summary;
 use crate::theory::{PredictionAccuracy, RecoveryPredictor};
-
-/// Columns of `summary.csv`.
-pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "x_name",
-    "x",
-    "metric",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "unconverged",
-    "mean_failure_iteration",
-    "mean_perturbation_norm",
-    "mean_full_recovery_norm",
-    "baseline_iterations",
-    "model",
-    "dataset",
-    "data",
-    "ps_nodes",
-    "lost_fraction",
-    "lost_ps_nodes",
-    "checkpoint_interval",
-    "checkpoint_fraction",
-    "selector",
-    "recovery",
-    "failure_distribution",
-    "failure_p",
-    "failure_fixed_iteration",
-    "failure_mean_of_run",
-    "criterion",
-    "predicted_bounds_fraction",
-    "median_rework_to_predicted",
-];
-
-/// Columns of `trials.csv`.
-pub(crate) const TRIAL_COLUMNS: &[&str] = &[
-    "series",
-    "x",
-    "trial",
-    "failure_iteration",
-    "lost_blocks",
-    "restored_blocks",
-    "baseline_iterations",
-    "iterations_to_converge",
-    "rework_iterations",
-    "converged",
-    "perturbation_norm",
-    "full_recovery_norm",
-    "mean_restored_age",
-    "predicted_rework",
-];
 
 impl Experiment for RecoveryScenario {
     fn points_and_trials(&self) -> (u64, u64) {
@@ -544,27 +492,27 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
         ctx.predictor
             .predict(t, o.recovery.perturbation_norm, o.failure_iteration)
     };
-    let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
+    let mut trials = TrialRow::table();
     for (&(pi, t), o) in units.iter().zip(&outcomes) {
         let p = &points[pi];
-        trials.push(vec![
-            sc.series[p.series].name.clone(),
-            fmt_f64(p.x),
-            t.to_string(),
-            o.failure_iteration.to_string(),
-            o.lost_blocks.to_string(),
-            o.recovery.restored_blocks.to_string(),
-            o.baseline_iterations.to_string(),
-            o.iterations_to_converge.to_string(),
-            o.rework_iterations().to_string(),
-            o.converged.to_string(),
-            fmt_f64(o.recovery.perturbation_norm),
-            fmt_f64(o.recovery.full_recovery_norm),
-            fmt_f64(o.recovery.mean_restored_age),
-            fmt_f64(predicted(t, o)),
-        ]);
+        trials.add(&TrialRow {
+            series: sc.series[p.series].name.clone(),
+            x: p.x,
+            trial: t,
+            failure_iteration: o.failure_iteration,
+            lost_blocks: o.lost_blocks,
+            restored_blocks: o.recovery.restored_blocks,
+            baseline_iterations: o.baseline_iterations,
+            iterations_to_converge: o.iterations_to_converge,
+            rework_iterations: o.rework_iterations(),
+            converged: o.converged,
+            perturbation_norm: o.recovery.perturbation_norm,
+            full_recovery_norm: o.recovery.full_recovery_norm,
+            mean_restored_age: o.recovery.mean_restored_age,
+            predicted_rework: predicted(t, o),
+        });
     }
-    let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
+    let mut summary = SummaryRow::table();
     let mean = |v: &mut dyn Iterator<Item = f64>| {
         let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
         if n == 0 { f64::NAN } else { s / n as f64 }
@@ -581,21 +529,17 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
         let rework: Vec<f64> = rs.iter().map(|o| o.rework_iterations() as f64).collect();
         let s = Summary::of(&rework);
         let cfg = &p.config;
-        let (dist, fp, fixed, of_run) = match cfg.failure_time {
-            FailureTime::Geometric { p } => ("geometric", fmt_f64(p), String::new(), String::new()),
-            FailureTime::GeometricOfRun { mean_of_run } => (
-                "geometric-of-run",
-                String::new(),
-                String::new(),
-                fmt_f64(mean_of_run),
-            ),
-            FailureTime::Fixed { iteration } => {
-                ("fixed", String::new(), iteration.to_string(), String::new())
-            }
-        };
-        let lost_nodes = match cfg.loss {
-            LossSpec::PsNodes(k) => k.to_string(),
-            LossSpec::Fraction(_) => String::new(),
+        let (failure_distribution, failure_p, failure_fixed_iteration, failure_mean_of_run) =
+            match cfg.failure_time {
+                FailureTime::Geometric { p } => ("geometric", Some(p), None, None),
+                FailureTime::GeometricOfRun { mean_of_run } => {
+                    ("geometric-of-run", None, None, Some(mean_of_run))
+                }
+                FailureTime::Fixed { iteration } => ("fixed", None, Some(iteration), None),
+            };
+        let lost_ps_nodes = match cfg.loss {
+            LossSpec::PsNodes(k) => Some(k),
+            LossSpec::Fraction(_) => None,
         };
         let accuracy = PredictionAccuracy::of(
             units
@@ -604,40 +548,40 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
                 .filter(|((q, _), _)| *q == pi)
                 .map(|(&(_, t), o)| (o.rework_iterations() as f64, predicted(t, o))),
         );
-        summary.push(vec![
-            sc.meta.name.clone(),
-            sc.series[p.series].name.clone(),
-            sc.x_name().to_string(),
-            fmt_f64(p.x),
-            "rework_iterations".to_string(),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            rs.iter().filter(|o| !o.converged).count().to_string(),
-            fmt_f64(mean(&mut rs.iter().map(|o| o.failure_iteration as f64))),
-            fmt_f64(mean(&mut rs.iter().map(|o| o.recovery.perturbation_norm))),
-            fmt_f64(mean(&mut rs.iter().map(|o| o.recovery.full_recovery_norm))),
-            fmt_f64(mean(&mut baseline_iterations.iter().copied())),
-            sc.model.kind_name().to_string(),
-            ctx.dataset.to_string(),
-            ctx.provenance.label().to_string(),
-            sc.ps_nodes.to_string(),
-            fmt_f64(cfg.loss.expected_fraction(sc.ps_nodes)),
-            lost_nodes,
-            cfg.checkpoint.interval.to_string(),
-            fmt_f64(cfg.checkpoint.fraction),
-            cfg.checkpoint.selector.name().to_string(),
-            cfg.recovery.name().to_string(),
-            dist.to_string(),
-            fp,
-            fixed,
-            of_run,
-            fmt_f64(ctx.criterion),
-            fmt_f64(accuracy.bounded_fraction),
-            fmt_f64(accuracy.median_ratio),
-        ]);
+        summary.add(&SummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: sc.series[p.series].name.clone(),
+            x_name: sc.x_name(),
+            x: p.x,
+            metric: "rework_iterations",
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            unconverged: rs.iter().filter(|o| !o.converged).count(),
+            mean_failure_iteration: mean(&mut rs.iter().map(|o| o.failure_iteration as f64)),
+            mean_perturbation_norm: mean(&mut rs.iter().map(|o| o.recovery.perturbation_norm)),
+            mean_full_recovery_norm: mean(&mut rs.iter().map(|o| o.recovery.full_recovery_norm)),
+            baseline_iterations: mean(&mut baseline_iterations.iter().copied()),
+            model: sc.model.kind_name(),
+            dataset: ctx.dataset.to_string(),
+            data: ctx.provenance.label().to_string(),
+            ps_nodes: sc.ps_nodes,
+            lost_fraction: cfg.loss.expected_fraction(sc.ps_nodes),
+            lost_ps_nodes,
+            checkpoint_interval: cfg.checkpoint.interval,
+            checkpoint_fraction: cfg.checkpoint.fraction,
+            selector: cfg.checkpoint.selector.name(),
+            recovery: cfg.recovery.name(),
+            failure_distribution,
+            failure_p,
+            failure_fixed_iteration,
+            failure_mean_of_run,
+            criterion: ctx.criterion,
+            predicted_bounds_fraction: accuracy.bounded_fraction,
+            median_rework_to_predicted: accuracy.median_ratio,
+        });
     }
     let mut curve = Table::new(["run", "iteration", "metric"]);
     for (run, metrics) in ctx.baselines.iter().enumerate() {

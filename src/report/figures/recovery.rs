@@ -10,6 +10,14 @@ use super::paper::parse_panel;
 use super::render::tick_label;
 use super::results::{Results, SummaryRow};
 use super::{Layout, humanize};
+use crate::report::columns::recovery::{
+    SummaryColumns, SummaryRow as Summary, TrialColumns, TrialRow,
+};
+
+/// Columns of a recovery scenario's `summary.csv`.
+const SUMMARY: SummaryColumns = Summary::NAMES;
+/// Columns of its `trials.csv`.
+const TRIAL: TrialColumns = TrialRow::NAMES;
 
 /// SCAR Figure 6: x = fraction of failed parameters, y = rework iterations,
 /// one line per series (full, partial) with 95% CI error bars.
@@ -57,12 +65,12 @@ impl Layout for PartialRecovery {
     fn claims(&self, r: &Results) -> Result<Vec<Claim>> {
         let rows = r.rows()?;
         let Some(full) = find_series(r, &rows, |r, s| {
-            r.series_value(s, "recovery").as_deref() == Some("full")
+            r.series_value(s, SUMMARY.recovery).as_deref() == Some("full")
         }) else {
             return Ok(Vec::new());
         };
         let Some(partial) = find_series(r, &rows, |r, s| {
-            r.series_value(s, "recovery").as_deref() == Some("partial")
+            r.series_value(s, SUMMARY.recovery).as_deref() == Some("partial")
         }) else {
             return Ok(Vec::new());
         };
@@ -72,8 +80,8 @@ impl Layout for PartialRecovery {
             let (Some(a), Some(b)) = (row_at(&rows, &partial, f), row_at(&rows, &full, f)) else {
                 continue;
             };
-            let new = r.trial_values(&partial, f, "rework_iterations")?;
-            let old = r.trial_values(&full, f, "rework_iterations")?;
+            let new = r.trial_values(&partial, f, TRIAL.rework_iterations)?;
+            let old = r.trial_values(&full, f, TRIAL.rework_iterations)?;
             out.push(Claim {
                 figure: figure.clone(),
                 quantity: format!("rework reduction, {partial} vs {full} recovery, {label} lost"),
@@ -119,8 +127,8 @@ impl Layout for PriorityCheckpoint {
         let Some(b) = rows.iter().find(|row| row.series == traditional) else {
             return Ok(Vec::new());
         };
-        let new = r.trial_values(&priority, fraction, "rework_iterations")?;
-        let old = r.trial_values(&traditional, b.x, "rework_iterations")?;
+        let new = r.trial_values(&priority, fraction, TRIAL.rework_iterations)?;
+        let old = r.trial_values(&traditional, b.x, TRIAL.rework_iterations)?;
         Ok(vec![Claim {
             figure: figure_key(r, "SCAR Fig. 7"),
             quantity: format!(
@@ -152,10 +160,10 @@ impl Layout for PriorityCheckpoint {
         if others.is_empty() || row_at(&rows, &priority, fraction).is_none() {
             return Ok(Vec::new());
         }
-        let rework = r.trial_values(&priority, fraction, "rework_iterations")?;
+        let rework = r.trial_values(&priority, fraction, TRIAL.rework_iterations)?;
         let mut comparisons = Vec::new();
         for other in &others {
-            let theirs = r.trial_values(other, fraction, "rework_iterations")?;
+            let theirs = r.trial_values(other, fraction, TRIAL.rework_iterations)?;
             if let Some(d) = paired_difference(&rework, &theirs) {
                 comparisons.push(format!(
                     "{priority} − {other} {} ({})",
@@ -177,7 +185,7 @@ impl Layout for PriorityCheckpoint {
         let norms: Vec<(String, f64)> = std::iter::once(&priority)
             .chain(&others)
             .filter_map(|s| {
-                let v = r.trial_values(s, fraction, "perturbation_norm").ok()?;
+                let v = r.trial_values(s, fraction, TRIAL.perturbation_norm).ok()?;
                 (!v.is_empty()).then(|| {
                     (
                         s.clone(),
@@ -221,8 +229,8 @@ pub(crate) fn selector_ordering(r: &Results) -> Result<Vec<(String, Option<Estim
     let with = |selector: &str| {
         find_series(r, &rows, |r, s| {
             !r.is_reference(s)
-                && r.series_value(s, "recovery").as_deref() == Some("partial")
-                && r.series_value(s, "selector").as_deref() == Some(selector)
+                && r.series_value(s, SUMMARY.recovery).as_deref() == Some("partial")
+                && r.series_value(s, SUMMARY.selector).as_deref() == Some(selector)
         })
         .filter(|s| row_at(&rows, s, fraction).is_some())
     };
@@ -232,8 +240,8 @@ pub(crate) fn selector_ordering(r: &Results) -> Result<Vec<(String, Option<Estim
             continue;
         };
         let d = paired_difference(
-            &r.trial_values(&sa, fraction, "rework_iterations")?,
-            &r.trial_values(&sb, fraction, "rework_iterations")?,
+            &r.trial_values(&sa, fraction, TRIAL.rework_iterations)?,
+            &r.trial_values(&sb, fraction, TRIAL.rework_iterations)?,
         );
         out.push((
             format!(
@@ -250,8 +258,8 @@ pub(crate) fn selector_ordering(r: &Results) -> Result<Vec<(String, Option<Estim
 /// whose selector is (`priority` = true) or is not (false) the priority one.
 fn partial_with(r: &Results, series: &str, priority: bool) -> bool {
     !r.is_reference(series)
-        && r.series_value(series, "recovery").as_deref() == Some("partial")
-        && (r.series_value(series, "selector").as_deref() == Some("priority")) == priority
+        && r.series_value(series, SUMMARY.recovery).as_deref() == Some("partial")
+        && (r.series_value(series, SUMMARY.selector).as_deref() == Some("priority")) == priority
 }
 
 /// "−0.67 [−0.91, −0.43]".
@@ -333,10 +341,10 @@ fn series_chart(
         if r.is_reference(&name) {
             // E.g. "traditional (r = 1, full recovery)": what the dashed line is.
             let what: Vec<String> = [
-                r.series_value(&name, "checkpoint_fraction")
+                r.series_value(&name, SUMMARY.checkpoint_fraction)
                     .filter(|v| !v.is_empty())
                     .map(|v| format!("r = {v}")),
-                r.series_value(&name, "recovery")
+                r.series_value(&name, SUMMARY.recovery)
                     .filter(|v| !v.is_empty())
                     .map(|v| format!("{v} recovery")),
             ]
@@ -366,7 +374,7 @@ fn series_chart(
     }
     let metric = r
         .first_value("metric")
-        .unwrap_or_else(|| "rework_iterations".into());
+        .unwrap_or_else(|| TRIAL.rework_iterations.into());
     Ok(Chart {
         title: r.title(),
         subtitle: r.subtitle(),
