@@ -4,14 +4,12 @@
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::{
-    BASELINE_COLUMNS, PerturbationContext, SUMMARY_COLUMNS, TRIAL_COLUMNS, TrialResult, unit_names,
-    units,
-};
+use super::{PerturbationContext, TrialResult, unit_names, units};
 use crate::experiment::reference::ReferenceFacts;
 use crate::experiment::tasks::decode_records;
 use crate::experiment::{Outcome, RawResult};
-use crate::report::{Table, fmt_f64};
+use crate::report::columns::perturbation::{BaselineRow, SummaryRow, TrialRow};
+use crate::report::row::Row as _;
 use crate::scenario::perturbation::{PerturbationScenario, Schedule};
 use crate::stats::{Summary, quantile};
 use crate::theory::{DeltaT, PredictionAccuracy, PredictorTrack};
@@ -59,31 +57,30 @@ pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outco
         .iter()
         .map(|r| derive(r, reference, &ctx.predictor))
         .collect();
-    let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
+    let mut trials = TrialRow::table();
     for ((&(s, t), r), row) in units.iter().zip(&results).zip(&rows) {
         let series = &sc.series[s];
-        let opt = |v: Option<&(usize, f64)>| v.map_or(String::new(), |p| p.0.to_string());
-        trials.push(vec![
-            series.name.clone(),
-            t.to_string(),
-            series.kind.name().to_string(),
-            r.perturbations.len().to_string(),
-            opt(r.perturbations.first()),
-            opt(r.perturbations.last()),
-            fmt_f64(row.norm),
-            fmt_f64(r.reset_fraction),
-            fmt_f64(row.delta_t),
-            b.to_string(),
-            r.iterations.to_string(),
-            fmt_f64(row.cost),
-            r.converged.to_string(),
-            fmt_f64(row.bound),
-            fmt_f64(reference.rate),
-            fmt_f64(reference.initial_distance),
-            fmt_f64(row.predicted),
-        ]);
+        trials.add(&TrialRow {
+            series: series.name.clone(),
+            trial: t,
+            perturbation: series.kind.name(),
+            perturbations: r.perturbations.len(),
+            first_perturbation_iteration: r.perturbations.first().map(|p| p.0),
+            last_perturbation_iteration: r.perturbations.last().map(|p| p.0),
+            perturbation_norm: row.norm,
+            reset_fraction: r.reset_fraction,
+            delta_t: row.delta_t,
+            baseline_iterations: b,
+            iterations_to_converge: r.iterations,
+            iteration_cost: row.cost,
+            converged: r.converged,
+            bound: row.bound,
+            rate: reference.rate,
+            initial_distance: reference.initial_distance,
+            predicted_cost: row.predicted,
+        });
     }
-    let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
+    let mut summary = SummaryRow::table();
     let mean = |v: &[f64]| {
         if v.is_empty() {
             f64::NAN
@@ -95,14 +92,6 @@ pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outco
         let idx: Vec<usize> = (0..units.len()).filter(|&i| units[i].0 == si).collect();
         let costs: Vec<f64> = idx.iter().map(|&i| rows[i].cost).collect();
         let s = Summary::of(&costs);
-        let violations = idx
-            .iter()
-            .filter(|&&i| rows[i].cost > rows[i].bound)
-            .count();
-        let max_excess = idx
-            .iter()
-            .map(|&i| rows[i].cost - rows[i].bound)
-            .fold(f64::NEG_INFINITY, f64::max);
         let ratios: Vec<f64> = idx
             .iter()
             .filter(|&&i| rows[i].bound > 0.0)
@@ -115,71 +104,65 @@ pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outco
             .collect();
         let accuracy =
             PredictionAccuracy::of(perturbed.iter().map(|&i| (rows[i].cost, rows[i].predicted)));
-        let (at, p) = match series.schedule {
-            Schedule::EachIteration { probability } => (String::new(), fmt_f64(probability)),
-            ref once => (
-                once.once_at(b).map_or(String::new(), |i| i.to_string()),
-                String::new(),
-            ),
+        let (perturbation_iteration, perturbation_probability) = match series.schedule {
+            Schedule::EachIteration { probability } => (None, Some(probability)),
+            ref once => (once.once_at(b), None),
         };
-        summary.push(vec![
-            sc.meta.name.clone(),
-            series.name.clone(),
-            series.kind.name().to_string(),
-            at,
-            p,
-            "iteration_cost".to_string(),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            idx.iter()
-                .filter(|&&i| !results[i].converged)
-                .count()
-                .to_string(),
-            perturbed.len().to_string(),
-            violations.to_string(),
-            fmt_f64(max_excess),
-            fmt_f64(quantile(&ratios, 0.5)),
-            fmt_f64(ratios.iter().copied().reduce(f64::max).unwrap_or(f64::NAN)),
-            fmt_f64(mean(&idx.iter().map(|&i| rows[i].norm).collect::<Vec<_>>())),
-            fmt_f64(mean(
-                &idx.iter().map(|&i| rows[i].delta_t).collect::<Vec<_>>(),
-            )),
-            fmt_f64(mean(
-                &idx.iter().map(|&i| rows[i].bound).collect::<Vec<_>>(),
-            )),
-            fmt_f64(accuracy.bounded_fraction),
-            fmt_f64(accuracy.median_ratio),
-            fmt_f64(reference.rate),
-            reference.rate_method.name().to_string(),
-            fmt_f64(reference.rate_fitted),
-            fmt_f64(reference.rate_max_ratio),
-            fmt_f64(reference.rate_analytic),
-            fmt_f64(reference.initial_distance),
-            reference
-                .optimum_iterations
-                .map_or(String::new(), |n| n.to_string()),
-            b.to_string(),
-            fmt_f64(reference.criterion),
-            sc.model.kind_name().to_string(),
-            ctx.dataset.to_string(),
-            ctx.provenance.label().to_string(),
-        ]);
+        let over = |f: fn(&Row) -> f64| mean(&idx.iter().map(|&i| f(&rows[i])).collect::<Vec<_>>());
+        summary.add(&SummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: series.name.clone(),
+            perturbation: series.kind.name(),
+            perturbation_iteration,
+            perturbation_probability,
+            metric: "iteration_cost",
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            unconverged: idx.iter().filter(|&&i| !results[i].converged).count(),
+            perturbed_trials: perturbed.len(),
+            bound_violations: idx
+                .iter()
+                .filter(|&&i| rows[i].cost > rows[i].bound)
+                .count(),
+            max_excess: idx
+                .iter()
+                .map(|&i| rows[i].cost - rows[i].bound)
+                .fold(f64::NEG_INFINITY, f64::max),
+            median_cost_to_bound: quantile(&ratios, 0.5),
+            max_cost_to_bound: ratios.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
+            mean_perturbation_norm: over(|r| r.norm),
+            mean_delta_t: over(|r| r.delta_t),
+            mean_bound: over(|r| r.bound),
+            predicted_bounds_fraction: accuracy.bounded_fraction,
+            median_cost_to_predicted: accuracy.median_ratio,
+            rate: reference.rate,
+            rate_method: reference.rate_method.name(),
+            rate_fitted: reference.rate_fitted,
+            rate_max_ratio: reference.rate_max_ratio,
+            rate_analytic: reference.rate_analytic,
+            initial_distance: reference.initial_distance,
+            optimum_iterations: reference.optimum_iterations,
+            baseline_iterations: b,
+            criterion: reference.criterion,
+            model: sc.model.kind_name(),
+            dataset: ctx.dataset.to_string(),
+            data: ctx.provenance.label().to_string(),
+        });
     }
-    let mut curve = Table::new(BASELINE_COLUMNS.iter().copied());
+    let mut curve = BaselineRow::table();
     for (k, m) in ctx.baseline_metrics.iter().enumerate() {
-        let step = ctx.step_norms.get(k).copied().unwrap_or(f64::NAN);
         let est = ctx.predictor.estimate_at(k);
-        curve.push(vec![
-            k.to_string(),
-            fmt_f64(*m),
-            fmt_f64(ctx.distances[k]),
-            fmt_f64(step),
-            fmt_f64(est.map_or(f64::NAN, |e| e.rate)),
-            fmt_f64(est.map_or(f64::NAN, |e| e.initial_distance)),
-        ]);
+        curve.add(&BaselineRow {
+            iteration: k,
+            metric: *m,
+            distance_to_optimum: ctx.distances[k],
+            step_norm: ctx.step_norms.get(k).copied().unwrap_or(f64::NAN),
+            predicted_rate: est.map_or(f64::NAN, |e| e.rate),
+            predicted_initial_distance: est.map_or(f64::NAN, |e| e.initial_distance),
+        });
     }
     Ok(Outcome {
         summary,

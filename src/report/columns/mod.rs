@@ -3,4 +3,5 @@
 //! through them and the figures read columns back by their field names, so a
 //! renamed column changes both or does not build.
 
+pub(crate) mod perturbation;
 pub(crate) mod recovery;

@@ -22,6 +22,12 @@ use super::Layout;
 use super::chart::{Axis, Chart, Colour, Point, Series, Style};
 use super::results::Results;
 use crate::report::Table;
+use crate::report::columns::perturbation::{SummaryColumns, SummaryRow, TrialColumns, TrialRow};
+
+/// Columns of a perturbation scenario's `summary.csv`.
+const S: SummaryColumns = SummaryRow::NAMES;
+/// Columns of its `trials.csv`.
+const T: TrialColumns = TrialRow::NAMES;
 
 /// Theorem 1 against measured iteration costs (SCAR Figures 3–5).
 pub(crate) struct IterationCostBound;
@@ -96,10 +102,10 @@ impl Layout for IterationCostBound {
             .rows
             .first()
             .with_context(|| format!("{sfile} has no rows"))?;
-        let c = number(&first[column(s, "rate", &sfile)?], "rate", &sfile, 2)?;
+        let c = number(&first[column(s, S.rate, &sfile)?], S.rate, &sfile, 2)?;
         let r0 = number(
-            &first[column(s, "initial_distance", &sfile)?],
-            "initial_distance",
+            &first[column(s, S.initial_distance, &sfile)?],
+            S.initial_distance,
             &sfile,
             2,
         )?;
@@ -109,7 +115,7 @@ impl Layout for IterationCostBound {
             );
         }
         // One perturbation at a fixed ℓ in every series: x = ‖δ‖.
-        let at = column(s, "perturbation_iteration", &sfile)?;
+        let at = column(s, S.perturbation_iteration, &sfile)?;
         let mut iterations: Vec<usize> = Vec::new();
         let mut once = true;
         for (i, row) in s.rows.iter().enumerate() {
@@ -125,17 +131,17 @@ impl Layout for IterationCostBound {
                 }
             }
         }
-        let x_col = if once { "perturbation_norm" } else { "delta_t" };
+        let x_col = if once { T.perturbation_norm } else { T.delta_t };
         let (cs, cx, cy) = (
-            column(t, "series", &tfile)?,
+            column(t, T.series, &tfile)?,
             column(t, x_col, &tfile)?,
-            column(t, "iteration_cost", &tfile)?,
+            column(t, T.iteration_cost, &tfile)?,
         );
         let mut names: Vec<String> = Vec::new();
         let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
         for (i, row) in t.rows.iter().enumerate() {
             let x = number(&row[cx], x_col, &tfile, i + 2)?;
-            let y = number(&row[cy], "iteration_cost", &tfile, i + 2)?;
+            let y = number(&row[cy], T.iteration_cost, &tfile, i + 2)?;
             if !(x > 0.0 && x.is_finite() && y.is_finite()) {
                 continue;
             }
@@ -242,13 +248,13 @@ impl Layout for IterationCostBound {
         let sfile = r.dir.join("summary.csv").display().to_string();
         let s = &r.summary;
         let [series, perturbed, violations, excess, rate, method, r0] = [
-            "series",
-            "perturbed_trials",
-            "bound_violations",
-            "max_excess",
-            "rate",
-            "rate_method",
-            "initial_distance",
+            S.series,
+            S.perturbed_trials,
+            S.bound_violations,
+            S.max_excess,
+            S.rate,
+            S.rate_method,
+            S.initial_distance,
         ]
         .map(|c| column(s, c, &sfile));
         let (series, perturbed, violations, excess) = (series?, perturbed?, violations?, excess?);
@@ -256,11 +262,11 @@ impl Layout for IterationCostBound {
         let mut out = Vec::new();
         for (i, row) in s.rows.iter().enumerate() {
             let line = i + 2;
-            let n = number(&row[perturbed], "perturbed_trials", &sfile, line)?;
-            let v = number(&row[violations], "bound_violations", &sfile, line)?;
-            let e = number(&row[excess], "max_excess", &sfile, line)?;
-            let c = number(&row[rate], "rate", &sfile, line)?;
-            let d0 = number(&row[r0], "initial_distance", &sfile, line)?;
+            let n = number(&row[perturbed], S.perturbed_trials, &sfile, line)?;
+            let v = number(&row[violations], S.bound_violations, &sfile, line)?;
+            let e = number(&row[excess], S.max_excess, &sfile, line)?;
+            let c = number(&row[rate], S.rate, &sfile, line)?;
+            let d0 = number(&row[r0], S.initial_distance, &sfile, line)?;
             out.push(format!(
                 "`{}` series: the cost exceeds Theorem 1's bound in {v:.0} of {n:.0} perturbed \
                  trials (largest cost − bound: {e:.1} iterations); the bound uses c = {c:.6} ({}) \
