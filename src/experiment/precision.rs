@@ -35,90 +35,14 @@ use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{Baseline, Convergence, TrialHook, run_hooked};
 use crate::model::{DataUsed, FlatParams, Model, ModelVisitor, build_and_visit};
-use crate::report::{Table, fmt_f64};
+use crate::report::columns::precision::{BaselineRow, SummaryRow, TraceRow, TrialRow};
+use crate::report::row::Row as _;
 use crate::rng::run_seed;
 use crate::scenario::PrecisionScenario;
 use crate::theory::precision::round_all;
 use crate::theory::{
     infinite_perturbation_cost_bound, irreducible_error, rounding_perturbation_bound,
 };
-
-/// Columns of `trials.csv` (one row per mantissa width p):
-/// - `mantissa_bits` (p), `iterations` (run length), `tail`.
-/// - `max_rounding_norm`: measured Δ = max_k ‖δ_k‖.
-/// - `predicted_delta`: Example 2.1's Δ = 2^{−(p−1)}·max_k ‖y(k)‖.
-/// - `error_floor`: max ‖y(k) − x*‖ over the last `tail` iterations;
-///   `stored_error_floor`: the same for the rounded state round_p(y(k)).
-/// - `predicted_floor`: c/(1−c)·predicted_delta (Appendix B.1);
-///   `predicted_floor_measured_delta`: c/(1−c)·max_rounding_norm;
-///   `transient`: c^{iterations−tail}·‖x(0) − x*‖, the part of the
-///   Appendix B.1 bound not yet decayed at the start of the tail.
-/// - `floor_within_prediction`: error_floor ≤ predicted_floor + transient.
-/// - `iterations_to_converge`: first k with metric(y(k)) ≤ ε (empty if never
-///   within the run); `iteration_cost`: that minus the unperturbed run's B;
-///   `cost_bound`: Appendix B.1's bound with predicted_delta (empty where
-///   the paper calls it uninformative, c/(1−c)Δ ≥ ε).
-/// - `rate` (c), `initial_distance`, `criterion` (ε), `baseline_iterations` (B).
-pub(crate) const TRIAL_COLUMNS: &[&str] = &[
-    "mantissa_bits",
-    "iterations",
-    "tail",
-    "max_rounding_norm",
-    "predicted_delta",
-    "error_floor",
-    "stored_error_floor",
-    "predicted_floor",
-    "predicted_floor_measured_delta",
-    "transient",
-    "floor_within_prediction",
-    "iterations_to_converge",
-    "iteration_cost",
-    "cost_bound",
-    "rate",
-    "initial_distance",
-    "criterion",
-    "baseline_iterations",
-];
-
-/// Columns of `summary.csv` (one row per p): `scenario, series, x_name`
-/// (`mantissa_bits`), `x` (p), `metric` (`error_floor`), `trials` (1),
-/// `mean` (the floor; `std` and the interval are empty: one deterministic
-/// run), `predicted_floor, predicted_floor_measured_delta,
-/// floor_within_prediction, iteration_cost, cost_bound, rate, rate_method,
-/// rate_analytic, model, dataset, data`.
-pub(crate) const SUMMARY_COLUMNS: &[&str] = &[
-    "scenario",
-    "series",
-    "x_name",
-    "x",
-    "metric",
-    "trials",
-    "mean",
-    "std",
-    "ci95_low",
-    "ci95_high",
-    "predicted_floor",
-    "predicted_floor_measured_delta",
-    "floor_within_prediction",
-    "iteration_cost",
-    "cost_bound",
-    "rate",
-    "rate_method",
-    "rate_analytic",
-    "model",
-    "dataset",
-    "data",
-];
-
-/// Columns of `trace.csv`: `mantissa_bits, iteration, distance_to_optimum`
-/// (‖y(k) − x*‖) and `rounding_norm` (‖δ_k‖), at most 1,000 evenly spaced
-/// iterations per p.
-pub(crate) const TRACE_COLUMNS: &[&str] = &[
-    "mantissa_bits",
-    "iteration",
-    "distance_to_optimum",
-    "rounding_norm",
-];
 
 impl Experiment for PrecisionScenario {
     fn points_and_trials(&self) -> (u64, u64) {
@@ -403,9 +327,9 @@ fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
     let r0 = reference.initial_distance;
     let b = reference.baseline_iterations;
     let transient = r0 * c.powf((spec.iterations - spec.tail) as f64);
-    let mut trials = Table::new(TRIAL_COLUMNS.iter().copied());
-    let mut summary = Table::new(SUMMARY_COLUMNS.iter().copied());
-    let mut trace = Table::new(TRACE_COLUMNS.iter().copied());
+    let mut trials = TrialRow::table();
+    let mut summary = SummaryRow::table();
+    let mut trace = TraceRow::table();
     for r in &runs {
         let predicted_delta = rounding_perturbation_bound(r.bits, r.max_state_norm);
         let predicted_floor = irreducible_error(c, predicted_delta);
@@ -414,62 +338,65 @@ fn tables(sc: &PrecisionScenario, raw: &RawResult) -> Result<Outcome> {
         let cost = r.converged_at.map(|k| k as f64 - b as f64);
         let cost_bound =
             infinite_perturbation_cost_bound(c, predicted_delta, r0, reference.criterion);
-        let opt = |v: Option<f64>| v.map_or(String::new(), fmt_f64);
-        trials.push(vec![
-            r.bits.to_string(),
-            spec.iterations.to_string(),
-            spec.tail.to_string(),
-            fmt_f64(r.max_rounding),
-            fmt_f64(predicted_delta),
-            fmt_f64(r.floor),
-            fmt_f64(r.stored_floor),
-            fmt_f64(predicted_floor),
-            fmt_f64(measured_floor),
-            fmt_f64(transient),
-            within.to_string(),
-            r.converged_at.map_or(String::new(), |k| k.to_string()),
-            opt(cost),
-            opt(cost_bound),
-            fmt_f64(c),
-            fmt_f64(r0),
-            fmt_f64(reference.criterion),
-            b.to_string(),
-        ]);
-        summary.push(vec![
-            sc.meta.name.clone(),
-            "round-to-nearest".to_string(),
-            "mantissa_bits".to_string(),
-            r.bits.to_string(),
-            "error_floor".to_string(),
-            "1".to_string(),
-            fmt_f64(r.floor),
-            String::new(),
-            String::new(),
-            String::new(),
-            fmt_f64(predicted_floor),
-            fmt_f64(measured_floor),
-            within.to_string(),
-            opt(cost),
-            opt(cost_bound),
-            fmt_f64(c),
-            reference.rate_method.name().to_string(),
-            fmt_f64(reference.rate_analytic),
-            sc.model.kind_name().to_string(),
-            ctx.dataset.to_string(),
-            ctx.provenance.label().to_string(),
-        ]);
+        trials.add(&TrialRow {
+            mantissa_bits: r.bits,
+            iterations: spec.iterations,
+            tail: spec.tail,
+            max_rounding_norm: r.max_rounding,
+            predicted_delta,
+            error_floor: r.floor,
+            stored_error_floor: r.stored_floor,
+            predicted_floor,
+            predicted_floor_measured_delta: measured_floor,
+            transient,
+            floor_within_prediction: within,
+            iterations_to_converge: r.converged_at,
+            iteration_cost: cost,
+            cost_bound,
+            rate: c,
+            initial_distance: r0,
+            criterion: reference.criterion,
+            baseline_iterations: b,
+        });
+        summary.add(&SummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: "round-to-nearest",
+            x_name: "mantissa_bits",
+            x: r.bits,
+            metric: "error_floor",
+            trials: 1,
+            mean: r.floor,
+            std: None,
+            ci95_low: None,
+            ci95_high: None,
+            predicted_floor,
+            predicted_floor_measured_delta: measured_floor,
+            floor_within_prediction: within,
+            iteration_cost: cost,
+            cost_bound,
+            rate: c,
+            rate_method: reference.rate_method.name(),
+            rate_analytic: reference.rate_analytic,
+            model: sc.model.kind_name(),
+            dataset: ctx.dataset.to_string(),
+            data: ctx.provenance.label().to_string(),
+        });
         for &(k, d, rd) in &r.trace {
-            trace.push(vec![
-                r.bits.to_string(),
-                k.to_string(),
-                fmt_f64(d),
-                fmt_f64(rd),
-            ]);
+            trace.add(&TraceRow {
+                mantissa_bits: r.bits,
+                iteration: k,
+                distance_to_optimum: d,
+                rounding_norm: rd,
+            });
         }
     }
-    let mut curve = Table::new(["iteration", "metric", "distance_to_optimum"]);
+    let mut curve = BaselineRow::table();
     for (k, m) in ctx.baseline_metrics.iter().enumerate() {
-        curve.push(vec![k.to_string(), fmt_f64(*m), fmt_f64(ctx.distances[k])]);
+        curve.add(&BaselineRow {
+            iteration: k,
+            metric: *m,
+            distance_to_optimum: ctx.distances[k],
+        });
     }
     Ok(Outcome {
         summary,

@@ -24,9 +24,9 @@ use crate::engine::{
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
-use crate::report::columns::recovery::{SummaryRow, TrialRow};
+use crate::report::columns::recovery::{BaselineRow, SummaryRow, TrialRow};
+use crate::report::fmt_f64;
 use crate::report::row::Row;
-use crate::report::{Table, fmt_f64};
 use crate::rng::{Purpose, stream};
 use crate::scenario::{DataOrderMode, RecoveryScenario, recovery::Point};
 use crate::stats::Summary;
@@ -583,10 +583,14 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             median_rework_to_predicted: accuracy.median_ratio,
         });
     }
-    let mut curve = Table::new(["run", "iteration", "metric"]);
+    let mut curve = BaselineRow::table();
     for (run, metrics) in ctx.baselines.iter().enumerate() {
-        for (k, m) in metrics.iter().enumerate() {
-            curve.push(vec![run.to_string(), k.to_string(), fmt_f64(*m)]);
+        for (iteration, &metric) in metrics.iter().enumerate() {
+            curve.add(&BaselineRow {
+                run,
+                iteration,
+                metric,
+            });
         }
     }
     Ok(Outcome {

@@ -4,4 +4,5 @@
 //! renamed column changes both or does not build.
 
 pub(crate) mod perturbation;
+pub(crate) mod precision;
 pub(crate) mod recovery;

@@ -105,3 +105,15 @@ crate::csv_row! {
         predicted_rework: f64,
     }
 }
+
+crate::csv_row! {
+    /// A row of `baseline.csv`: one iteration of one unperturbed run.
+    pub(crate) struct BaselineRow / BaselineColumns {
+        /// Unperturbed run (one per trial with a per-trial data order).
+        run: usize,
+        /// k.
+        iteration: usize,
+        /// The convergence metric at x(k).
+        metric: f64,
+    }
+}

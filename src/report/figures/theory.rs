@@ -23,11 +23,14 @@ use super::chart::{Axis, Chart, Colour, Point, Series, Style};
 use super::results::Results;
 use crate::report::Table;
 use crate::report::columns::perturbation::{SummaryColumns, SummaryRow, TrialColumns, TrialRow};
+use crate::report::columns::precision;
 
 /// Columns of a perturbation scenario's `summary.csv`.
 const S: SummaryColumns = SummaryRow::NAMES;
 /// Columns of its `trials.csv`.
 const T: TrialColumns = TrialRow::NAMES;
+/// Columns of a precision scenario's `trials.csv`.
+const P: precision::TrialColumns = precision::TrialRow::NAMES;
 
 /// Theorem 1 against measured iteration costs (SCAR Figures 3–5).
 pub(crate) struct IterationCostBound;
@@ -296,29 +299,29 @@ impl Layout for PrecisionFloor {
             .trials
             .as_ref()
             .with_context(|| format!("{file} is missing"))?;
-        let cp = column(t, "mantissa_bits", &file)?;
-        let cf = column(t, "error_floor", &file)?;
-        let cpred = column(t, "predicted_floor", &file)?;
-        let cmeas = column(t, "predicted_floor_measured_delta", &file)?;
+        let cp = column(t, P.mantissa_bits, &file)?;
+        let cf = column(t, P.error_floor, &file)?;
+        let cpred = column(t, P.predicted_floor, &file)?;
+        let cmeas = column(t, P.predicted_floor_measured_delta, &file)?;
         let mut measured = Vec::new();
         let mut predicted = Vec::new();
         let mut from_measured = Vec::new();
         for (i, row) in t.rows.iter().enumerate() {
-            let p = number(&row[cp], "mantissa_bits", &file, i + 2)?;
+            let p = number(&row[cp], P.mantissa_bits, &file, i + 2)?;
             let log = |v: f64| if v > 0.0 { v.log10() } else { f64::NAN };
             measured.push(Point::plain(
                 p,
-                log(number(&row[cf], "error_floor", &file, i + 2)?),
+                log(number(&row[cf], P.error_floor, &file, i + 2)?),
             ));
             predicted.push(Point::plain(
                 p,
-                log(number(&row[cpred], "predicted_floor", &file, i + 2)?),
+                log(number(&row[cpred], P.predicted_floor, &file, i + 2)?),
             ));
             from_measured.push(Point::plain(
                 p,
                 log(number(
                     &row[cmeas],
-                    "predicted_floor_measured_delta",
+                    P.predicted_floor_measured_delta,
                     &file,
                     i + 2,
                 )?),
