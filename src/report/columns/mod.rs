@@ -6,3 +6,5 @@
 pub(crate) mod perturbation;
 pub(crate) mod precision;
 pub(crate) mod recovery;
+pub(crate) mod faults;
+pub(crate) mod protocol;

@@ -1,0 +1,1 @@
+//! The columns of a `faults` scenario's CSV files (see docs/FAULTS.md).

@@ -1,0 +1,1 @@
+//! The columns of a `protocol` scenario's CSV files (see docs/PROTOCOLS.md).
