@@ -5,10 +5,10 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{INTERVAL_SUMMARY_COLUMNS, OPTIMUM_COLUMNS};
 use crate::experiment::Outcome;
 use crate::faults::daly::{self, TimeSplit};
-use crate::report::{Table, fmt_f64};
+use crate::report::columns::faults::{IntervalSummaryRow, IntervalTrialRow, OptimumRow};
+use crate::report::row::Row;
 use crate::rng::{Purpose, stream};
 use crate::scenario::faults::{FaultsScenario, IntervalConfig};
 use crate::stats::Summary;
@@ -86,16 +86,9 @@ pub(super) fn interval_tables(
     runs: &[IntervalTrial],
 ) -> Outcome {
     let trials = sc.meta.trials;
-    let mut summary = Table::new(INTERVAL_SUMMARY_COLUMNS.iter().copied());
-    let mut optimum = Table::new(OPTIMUM_COLUMNS.iter().copied());
-    let mut trial_table = Table::new([
-        "mtbf",
-        "trial",
-        "factor",
-        "interval",
-        "wall_time",
-        "failures",
-    ]);
+    let mut summary = IntervalSummaryRow::table();
+    let mut optimum = OptimumRow::table();
+    let mut trial_table = IntervalTrialRow::table();
     let (d, r, w) = (cfg.checkpoint_time, cfg.restart_time, cfg.solve_time);
     for (p, &m) in cfg.mtbf.iter().enumerate() {
         let rs = &runs[p * trials..(p + 1) * trials];
@@ -109,36 +102,36 @@ pub(super) fn interval_tables(
             let mean = |g: &dyn Fn(&TimeSplit) -> f64| {
                 rs.iter().map(|x| g(&x.splits[fi])).sum::<f64>() / rs.len() as f64
             };
-            summary.push(vec![
-                sc.meta.name.clone(),
-                name.clone(),
-                fmt_f64(m),
-                "interval".into(),
-                fmt_f64(tau),
-                fmt_f64(f),
-                "wall_time".into(),
-                s.n.to_string(),
-                fmt_f64(s.mean),
-                fmt_f64(s.std),
-                fmt_f64(s.ci95_low),
-                fmt_f64(s.ci95_high),
-                fmt_f64(daly::expected_wall_time(w, tau, d, r, m)),
-                fmt_f64(daly::daly_wall_time(w, tau, d, r, m)),
-                fmt_f64(rs.iter().map(|x| x.failures[fi] as f64).sum::<f64>() / rs.len() as f64),
-                fmt_f64(mean(&|s| s.solve)),
-                fmt_f64(mean(&|s| s.dump)),
-                fmt_f64(mean(&|s| s.rework)),
-                fmt_f64(mean(&|s| s.restart)),
-            ]);
+            summary.add(&IntervalSummaryRow {
+                scenario: sc.meta.name.clone(),
+                series: name.clone(),
+                mtbf: m,
+                x_name: "interval",
+                x: tau,
+                factor: f,
+                metric: "wall_time",
+                trials: s.n,
+                mean: s.mean,
+                std: s.std,
+                ci95_low: s.ci95_low,
+                ci95_high: s.ci95_high,
+                expected_exact: daly::expected_wall_time(w, tau, d, r, m),
+                daly_closed_form: daly::daly_wall_time(w, tau, d, r, m),
+                failures: rs.iter().map(|x| x.failures[fi] as f64).sum::<f64>() / rs.len() as f64,
+                solve: mean(&|s| s.solve),
+                dump: mean(&|s| s.dump),
+                rework: mean(&|s| s.rework),
+                restart: mean(&|s| s.restart),
+            });
             for (t, x) in rs.iter().enumerate() {
-                trial_table.push(vec![
-                    fmt_f64(m),
-                    t.to_string(),
-                    fmt_f64(f),
-                    fmt_f64(tau),
-                    fmt_f64(x.splits[fi].total()),
-                    x.failures[fi].to_string(),
-                ]);
+                trial_table.add(&IntervalTrialRow {
+                    mtbf: m,
+                    trial: t,
+                    factor: f,
+                    interval: tau,
+                    wall_time: x.splits[fi].total(),
+                    failures: x.failures[fi],
+                });
             }
             means.push(s.mean);
             sums.push(s);
@@ -158,27 +151,27 @@ pub(super) fn interval_tables(
             .collect();
         let e = Summary::of(&excess);
         let agrees = e.ci95_low <= 0.0 || at_daly == best;
-        optimum.push(vec![
-            fmt_f64(m),
-            fmt_f64(d),
-            fmt_f64(r),
-            fmt_f64(w),
-            fmt_f64(daly::young_interval(d, m)),
-            fmt_f64(daly::daly_first_order_interval(d, m)),
-            fmt_f64(daly::daly_interval(d, m)),
-            fmt_f64(daly::numeric_optimum(d, r, m, 1e-3 * d, 20.0 * m)),
-            fmt_f64(interval_tau(cfg, m, cfg.factors[best])),
-            fmt_f64(sums[best].mean),
-            fmt_f64(sums[best].ci95_low),
-            fmt_f64(sums[best].ci95_high),
-            fmt_f64(sums[at_daly].mean),
-            fmt_f64(sums[at_daly].ci95_low),
-            fmt_f64(sums[at_daly].ci95_high),
-            fmt_f64(e.mean),
-            fmt_f64(e.ci95_low),
-            fmt_f64(e.ci95_high),
-            agrees.to_string(),
-        ]);
+        optimum.add(&OptimumRow {
+            mtbf: m,
+            checkpoint_time: d,
+            restart_time: r,
+            solve_time: w,
+            young: daly::young_interval(d, m),
+            daly_first_order: daly::daly_first_order_interval(d, m),
+            daly_higher_order: daly::daly_interval(d, m),
+            formula_minimum: daly::numeric_optimum(d, r, m, 1e-3 * d, 20.0 * m),
+            simulated_best: interval_tau(cfg, m, cfg.factors[best]),
+            simulated_best_wall: sums[best].mean,
+            simulated_best_ci95_low: sums[best].ci95_low,
+            simulated_best_ci95_high: sums[best].ci95_high,
+            wall_at_daly: sums[at_daly].mean,
+            wall_at_daly_ci95_low: sums[at_daly].ci95_low,
+            wall_at_daly_ci95_high: sums[at_daly].ci95_high,
+            paired_excess_at_daly: e.mean,
+            paired_excess_ci95_low: e.ci95_low,
+            paired_excess_ci95_high: e.ci95_high,
+            daly_agrees: agrees,
+        });
     }
     Outcome {
         summary,

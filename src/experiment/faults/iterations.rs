@@ -5,13 +5,16 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{COMPARISON_COLUMNS, ITERATIONS_SUMMARY_COLUMNS, run_units};
+use super::run_units;
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
 use crate::faults::overhead::{IterationCosts, IterationFailure, IterationRun, run_iterations};
 use crate::model::{DataUsed, Model, ModelVisitor};
 use crate::policy::{Placement, RecoveryPolicy};
-use crate::report::{Table, fmt_f64};
+use crate::report::columns::faults::{
+    ComparisonRow, IterationsCurveRow, IterationsSummaryRow, IterationsTrialRow,
+};
+use crate::report::row::Row;
 use crate::rng::run_seed;
 use crate::rng::{Purpose, stream};
 use crate::scenario::faults::{FaultsScenario, IterationsConfig};
@@ -151,31 +154,9 @@ pub(super) fn iterations_tables(
     ctx: &IterationsContext,
 ) -> Outcome {
     let trials = sc.meta.trials;
-    let mut summary = Table::new(ITERATIONS_SUMMARY_COLUMNS.iter().copied());
-    let mut trial_table = Table::new([
-        "series",
-        "trial",
-        "wall_time",
-        "iterations",
-        "converged",
-        "solve",
-        "dump",
-        "rework",
-        "restart",
-        "checkpoints",
-        "perturbation_norm",
-        "unpersisted_lost",
-    ]);
-    let mut curves = Table::new([
-        "scenario",
-        "series",
-        "iteration",
-        "trials",
-        "time_mean",
-        "metric_mean",
-        "metric_ci95_low",
-        "metric_ci95_high",
-    ]);
+    let mut summary = IterationsSummaryRow::table();
+    let mut trial_table = IterationsTrialRow::table();
+    let mut curves = IterationsCurveRow::table();
     for (si, s) in cfg.series.iter().enumerate() {
         let rs = &runs[si * trials..(si + 1) * trials];
         let wall = Summary::of(&rs.iter().map(|r| r.wall_time).collect::<Vec<_>>());
@@ -183,72 +164,72 @@ pub(super) fn iterations_tables(
             rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
         };
         let it = mean(&|r| r.iterations as f64);
-        summary.push(vec![
-            sc.meta.name.clone(),
-            s.name.clone(),
-            s.recovery.name().into(),
-            s.checkpoint.interval.to_string(),
-            fmt_f64(s.checkpoint.fraction),
-            if s.asynchronous { "async" } else { "sync" }.into(),
-            "checkpoint_fraction".into(),
-            fmt_f64(s.checkpoint.fraction),
-            "wall_time".into(),
-            wall.n.to_string(),
-            fmt_f64(wall.mean),
-            fmt_f64(wall.std),
-            fmt_f64(wall.ci95_low),
-            fmt_f64(wall.ci95_high),
-            fmt_f64(it),
-            ctx.baseline_iterations.to_string(),
-            fmt_f64(it - ctx.baseline_iterations as f64),
-            fmt_f64(mean(&|r| r.split.solve)),
-            fmt_f64(mean(&|r| r.split.dump)),
-            fmt_f64(mean(&|r| r.split.rework)),
-            fmt_f64(mean(&|r| r.split.restart)),
-            fmt_f64(ctx.no_failure[si].wall_time),
-            fmt_f64(mean(&|r| r.checkpoints as f64)),
-            fmt_f64(mean(&|r| r.perturbation_norm)),
-            fmt_f64(mean(&|r| r.unpersisted_lost as f64)),
-            rs.iter().filter(|r| r.converged).count().to_string(),
-            fmt_f64(ctx.criterion),
-            ctx.name.clone(),
-            ctx.dataset.clone(),
-            ctx.data_label.clone(),
-        ]);
+        summary.add(&IterationsSummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: s.name.clone(),
+            recovery: s.recovery.name(),
+            checkpoint_interval: s.checkpoint.interval,
+            checkpoint_fraction: s.checkpoint.fraction,
+            persist: if s.asynchronous { "async" } else { "sync" },
+            x_name: "checkpoint_fraction",
+            x: s.checkpoint.fraction,
+            metric: "wall_time",
+            trials: wall.n,
+            mean: wall.mean,
+            std: wall.std,
+            ci95_low: wall.ci95_low,
+            ci95_high: wall.ci95_high,
+            iterations: it,
+            baseline_iterations: ctx.baseline_iterations,
+            rework_iterations: it - ctx.baseline_iterations as f64,
+            solve: mean(&|r| r.split.solve),
+            dump: mean(&|r| r.split.dump),
+            rework: mean(&|r| r.split.rework),
+            restart: mean(&|r| r.split.restart),
+            no_failure_wall_time: ctx.no_failure[si].wall_time,
+            checkpoints: mean(&|r| r.checkpoints as f64),
+            perturbation_norm: mean(&|r| r.perturbation_norm),
+            unpersisted_lost: mean(&|r| r.unpersisted_lost as f64),
+            converged: rs.iter().filter(|r| r.converged).count(),
+            criterion: ctx.criterion,
+            model: ctx.name.clone(),
+            dataset: ctx.dataset.clone(),
+            data: ctx.data_label.clone(),
+        });
         for (t, r) in rs.iter().enumerate() {
-            trial_table.push(vec![
-                s.name.clone(),
-                t.to_string(),
-                fmt_f64(r.wall_time),
-                r.iterations.to_string(),
-                r.converged.to_string(),
-                fmt_f64(r.split.solve),
-                fmt_f64(r.split.dump),
-                fmt_f64(r.split.rework),
-                fmt_f64(r.split.restart),
-                r.checkpoints.to_string(),
-                fmt_f64(r.perturbation_norm),
-                r.unpersisted_lost.to_string(),
-            ]);
+            trial_table.add(&IterationsTrialRow {
+                series: s.name.clone(),
+                trial: t,
+                wall_time: r.wall_time,
+                iterations: r.iterations,
+                converged: r.converged,
+                solve: r.split.solve,
+                dump: r.split.dump,
+                rework: r.split.rework,
+                restart: r.split.restart,
+                checkpoints: r.checkpoints,
+                perturbation_norm: r.perturbation_norm,
+                unpersisted_lost: r.unpersisted_lost,
+            });
         }
         // Mean curve by iteration (while every trial still has that iteration).
         let len = rs.iter().map(|r| r.curve_time.len()).min().unwrap_or(0);
         for k in 0..len {
             let m = Summary::of(&rs.iter().map(|r| r.curve_metric[k]).collect::<Vec<_>>());
-            curves.push(vec![
-                sc.meta.name.clone(),
-                s.name.clone(),
-                k.to_string(),
-                rs.len().to_string(),
-                fmt_f64(rs.iter().map(|r| r.curve_time[k]).sum::<f64>() / rs.len() as f64),
-                fmt_f64(m.mean),
-                fmt_f64(m.ci95_low),
-                fmt_f64(m.ci95_high),
-            ]);
+            curves.add(&IterationsCurveRow {
+                scenario: sc.meta.name.clone(),
+                series: s.name.clone(),
+                iteration: k,
+                trials: rs.len(),
+                time_mean: rs.iter().map(|r| r.curve_time[k]).sum::<f64>() / rs.len() as f64,
+                metric_mean: m.mean,
+                metric_ci95_low: m.ci95_low,
+                metric_ci95_high: m.ci95_high,
+            });
         }
     }
     // Paired by trial against the first full-recovery series.
-    let mut comparison = Table::new(COMPARISON_COLUMNS.iter().copied());
+    let mut comparison = ComparisonRow::table();
     if let Some(reference) = cfg
         .series
         .iter()
@@ -260,7 +241,7 @@ pub(super) fn iterations_tables(
                 continue;
             }
             let rs = &runs[si * trials..(si + 1) * trials];
-            let quantities: [(&str, Quantity); 4] = [
+            let quantities: [(&'static str, Quantity); 4] = [
                 ("rework_time_saved", &|r| r.split.rework),
                 ("total_time_saved", &|r| r.wall_time),
                 ("dump_time_saved", &|r| r.split.dump),
@@ -269,16 +250,16 @@ pub(super) fn iterations_tables(
             for (q, f) in quantities {
                 let d: Vec<f64> = refs.iter().zip(rs).map(|(a, b)| f(a) - f(b)).collect();
                 let x = Summary::of(&d);
-                comparison.push(vec![
-                    s.name.clone(),
-                    cfg.series[reference].name.clone(),
-                    q.into(),
-                    x.n.to_string(),
-                    fmt_f64(x.mean),
-                    fmt_f64(x.std),
-                    fmt_f64(x.ci95_low),
-                    fmt_f64(x.ci95_high),
-                ]);
+                comparison.add(&ComparisonRow {
+                    series: s.name.clone(),
+                    reference: cfg.series[reference].name.clone(),
+                    quantity: q,
+                    trials: x.n,
+                    mean: x.mean,
+                    std: x.std,
+                    ci95_low: x.ci95_low,
+                    ci95_high: x.ci95_high,
+                });
             }
         }
     }

@@ -5,17 +5,21 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{CURVE_COLUMNS, INCIDENT_COLUMNS, WALLCLOCK_SUMMARY_COLUMNS, run_units};
+use super::run_units;
 use crate::cluster::WorkerDelays;
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
 use crate::faults::{PsRun, PsSetup, run_ps};
 use crate::model::gradient::{GradientData, GradientModel, GradientVisitor};
 use crate::policy::Placement;
-use crate::report::{Table, fmt_f64};
+use crate::report::Table;
+use crate::report::columns::faults::{
+    IncidentRow, WallclockCurveRow, WallclockSummaryRow, WallclockTrialRow,
+};
+use crate::report::row::Row;
 use crate::rng::run_seed;
 use crate::rng::{Purpose, stream};
-use crate::scenario::faults::{FaultsScenario, WallclockConfig};
+use crate::scenario::faults::{FaultsScenario, WallclockConfig, WallclockSeries};
 use crate::stats::Summary;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -116,6 +120,15 @@ fn time_to(grid: &[f64], loss: &[f64], criterion: f64) -> f64 {
         .map_or(f64::NAN, |(g, _)| *g)
 }
 
+/// One point of a wall-clock scenario and its trials' runs.
+struct PointRuns<'a> {
+    series: &'a WallclockSeries,
+    workers: usize,
+    /// `on` with the failures, `off` without them.
+    failures: &'static str,
+    runs: &'a [PsRun],
+}
+
 pub(super) fn wallclock_tables(
     sc: &FaultsScenario,
     w: &WallclockConfig,
@@ -124,182 +137,20 @@ pub(super) fn wallclock_tables(
 ) -> Outcome {
     let trials = sc.meta.trials;
     let grid = w.grid();
-    let mut summary = Table::new(WALLCLOCK_SUMMARY_COLUMNS.iter().copied());
-    let mut curves = Table::new(CURVE_COLUMNS.iter().copied());
-    let mut trial_table = Table::new([
-        "series",
-        "strategy",
-        "workers",
-        "failures",
-        "trial",
-        "time_to_criterion",
-        "final_loss",
-        "final_accuracy",
-        "gradients_applied",
-        "gradients_discarded",
-        "gradients_queued",
-        "checkpoints",
-        "solve",
-        "dump",
-        "rework",
-        "restart",
-    ]);
-    let mut incidents = Table::new(INCIDENT_COLUMNS.iter().copied());
+    let mut summary = WallclockSummaryRow::table();
+    let mut curves = WallclockCurveRow::table();
+    let mut trial_table = WallclockTrialRow::table();
+    let mut incidents = IncidentRow::table();
     for (pi, &(si, workers, failures)) in w.points().iter().enumerate() {
-        let series = &w.series[si];
-        let rs = &runs[pi * trials..(pi + 1) * trials];
-        let fl = if failures { "on" } else { "off" };
-        let ttc: Vec<f64> = rs
-            .iter()
-            .map(|r| time_to(&grid, &r.grid_loss, w.criterion))
-            .collect();
-        let reached: Vec<f64> = ttc.iter().copied().filter(|v| v.is_finite()).collect();
-        let s = Summary::of(&reached);
-        let last = |v: &Vec<f64>| v.last().copied().unwrap_or(f64::NAN);
-        let final_loss = Summary::of(&rs.iter().map(|r| last(&r.grid_loss)).collect::<Vec<_>>());
-        let final_acc = Summary::of(
-            &rs.iter()
-                .map(|r| last(&r.grid_accuracy))
-                .collect::<Vec<_>>(),
-        );
-        // Accuracy at the first grid time at or after the first recovery.
-        let after: Vec<f64> = rs
-            .iter()
-            .filter_map(|r| {
-                let rec = r.incidents.first()?.recovered;
-                let i = grid.iter().position(|&g| g >= rec)?;
-                Some(r.grid_accuracy[i])
-            })
-            .collect();
-        let after_s = Summary::of(&after);
-        let recovery: Vec<f64> = rs
-            .iter()
-            .filter_map(|r| r.incidents.first().map(|i| i.recovered))
-            .filter(|v| v.is_finite())
-            .collect();
-        let mean =
-            |f: &dyn Fn(&PsRun) -> f64| rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64;
-        let nodes = workers + w.ps_nodes * series.strategy.chain();
-        // Billed until the criterion (the horizon for runs that never reach it).
-        let billed_hours = mean(&|r| {
-            let t = time_to(&grid, &r.grid_loss, w.criterion);
-            if t.is_finite() { t } else { w.horizon }
-        }) / 3600.0;
-        let (cost_od, cost_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
-            (
-                nodes as f64 * billed_hours * p.on_demand,
-                nodes as f64 * billed_hours * p.spot,
-            )
-        });
-        // Per-hour billing: whole hours per node and up interval, until the
-        // criterion (the horizon for runs that never reach it).
-        let ps_members = w.ps_nodes * series.strategy.chain();
-        let hourly = mean(&|r| {
-            let t = time_to(&grid, &r.grid_loss, w.criterion);
-            let end = if t.is_finite() { t } else { w.horizon };
-            r.usage.billed_hours_rounded_up(workers, ps_members, end)
-        });
-        let (hourly_od, hourly_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
-            (hourly * p.on_demand, hourly * p.spot)
-        });
-        summary.push(vec![
-            sc.meta.name.clone(),
-            series.name.clone(),
-            series.strategy.name().into(),
-            workers.to_string(),
-            fl.into(),
-            "workers".into(),
-            workers.to_string(),
-            "time_to_criterion".into(),
-            rs.len().to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            reached.len().to_string(),
-            fmt_f64(final_loss.mean),
-            fmt_f64(final_acc.mean),
-            fmt_f64(final_acc.ci95_low),
-            fmt_f64(final_acc.ci95_high),
-            fmt_f64(after_s.mean),
-            fmt_f64(after_s.ci95_low),
-            fmt_f64(after_s.ci95_high),
-            fmt_f64(Summary::of(&recovery).mean),
-            fmt_f64(mean(&|r| r.applied as f64)),
-            fmt_f64(mean(&|r| r.discarded as f64)),
-            fmt_f64(mean(&|r| r.queued as f64)),
-            fmt_f64(mean(&|r| r.checkpoints as f64)),
-            fmt_f64(mean(&|r| r.checkpoints_skipped as f64)),
-            fmt_f64(mean(&|r| r.split.solve)),
-            fmt_f64(mean(&|r| r.split.dump)),
-            fmt_f64(mean(&|r| r.split.rework)),
-            fmt_f64(mean(&|r| r.split.restart)),
-            nodes.to_string(),
-            fmt_f64(cost_od),
-            fmt_f64(cost_spot),
-            fmt_f64(mean(&|r| r.usage.worker_busy)),
-            fmt_f64(mean(&|r| r.usage.worker_idle)),
-            fmt_f64(mean(&|r| r.usage.ps_up)),
-            fmt_f64(mean(&|r| r.usage.ps_down)),
-            fmt_f64(hourly_od),
-            fmt_f64(hourly_spot),
-            if series.asynchronous { "async" } else { "sync" }.into(),
-            ctx.name.clone(),
-            ctx.dataset.clone(),
-            ctx.data_label.clone(),
-        ]);
-        for (gi, &g) in grid.iter().enumerate() {
-            let l = Summary::of(&rs.iter().map(|r| r.grid_loss[gi]).collect::<Vec<_>>());
-            let a = Summary::of(&rs.iter().map(|r| r.grid_accuracy[gi]).collect::<Vec<_>>());
-            curves.push(vec![
-                sc.meta.name.clone(),
-                series.name.clone(),
-                series.strategy.name().into(),
-                workers.to_string(),
-                fl.into(),
-                fmt_f64(g),
-                rs.len().to_string(),
-                fmt_f64(l.mean),
-                fmt_f64(l.ci95_low),
-                fmt_f64(l.ci95_high),
-                fmt_f64(a.mean),
-                fmt_f64(a.ci95_low),
-                fmt_f64(a.ci95_high),
-            ]);
-        }
-        for (t, r) in rs.iter().enumerate() {
-            trial_table.push(vec![
-                series.name.clone(),
-                series.strategy.name().into(),
-                workers.to_string(),
-                fl.into(),
-                t.to_string(),
-                fmt_f64(ttc[t]),
-                fmt_f64(last(&r.grid_loss)),
-                fmt_f64(last(&r.grid_accuracy)),
-                r.applied.to_string(),
-                r.discarded.to_string(),
-                r.queued.to_string(),
-                r.checkpoints.to_string(),
-                fmt_f64(r.split.solve),
-                fmt_f64(r.split.dump),
-                fmt_f64(r.split.rework),
-                fmt_f64(r.split.restart),
-            ]);
-            for i in &r.incidents {
-                incidents.push(vec![
-                    series.name.clone(),
-                    workers.to_string(),
-                    t.to_string(),
-                    i.shard.to_string(),
-                    fmt_f64(i.failed),
-                    fmt_f64(i.recovered),
-                    i.lost.to_string(),
-                    i.restored_blocks.to_string(),
-                    i.queued_applied.to_string(),
-                ]);
-            }
-        }
+        let point = PointRuns {
+            series: &w.series[si],
+            workers,
+            failures: if failures { "on" } else { "off" },
+            runs: &runs[pi * trials..(pi + 1) * trials],
+        };
+        summary.add(&summary_row(sc, w, ctx, &grid, &point));
+        add_curves(&mut curves, sc, &grid, &point);
+        add_trials(&mut trial_table, &mut incidents, w, &grid, &point);
     }
     Outcome {
         summary,
@@ -315,5 +166,189 @@ pub(super) fn wallclock_tables(
             "criterion": w.criterion,
             "failure": w.failure.describe(),
         }),
+    }
+}
+
+/// The last value of a curve (NaN if empty).
+fn last(v: &[f64]) -> f64 {
+    v.last().copied().unwrap_or(f64::NAN)
+}
+
+/// A point's `summary.csv` row: time to the criterion, final and
+/// after-recovery accuracy, gradient and checkpoint counts, the time split,
+/// resource use and cost, as means over its trials.
+fn summary_row(
+    sc: &FaultsScenario,
+    w: &WallclockConfig,
+    ctx: &ModelContext,
+    grid: &[f64],
+    point: &PointRuns<'_>,
+) -> WallclockSummaryRow {
+    let (series, workers, rs) = (point.series, point.workers, point.runs);
+    let reached: Vec<f64> = rs
+        .iter()
+        .map(|r| time_to(grid, &r.grid_loss, w.criterion))
+        .filter(|v| v.is_finite())
+        .collect();
+    let s = Summary::of(&reached);
+    let final_loss = Summary::of(&rs.iter().map(|r| last(&r.grid_loss)).collect::<Vec<_>>());
+    let final_acc = Summary::of(
+        &rs.iter()
+            .map(|r| last(&r.grid_accuracy))
+            .collect::<Vec<_>>(),
+    );
+    // Accuracy at the first grid time at or after the first recovery.
+    let after: Vec<f64> = rs
+        .iter()
+        .filter_map(|r| {
+            let rec = r.incidents.first()?.recovered;
+            let i = grid.iter().position(|&g| g >= rec)?;
+            Some(r.grid_accuracy[i])
+        })
+        .collect();
+    let after_s = Summary::of(&after);
+    let recovery: Vec<f64> = rs
+        .iter()
+        .filter_map(|r| r.incidents.first().map(|i| i.recovered))
+        .filter(|v| v.is_finite())
+        .collect();
+    let mean = |f: &dyn Fn(&PsRun) -> f64| rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64;
+    let nodes = workers + w.ps_nodes * series.strategy.chain();
+    // Billed until the criterion (the horizon for runs that never reach it).
+    let billed_hours = mean(&|r| {
+        let t = time_to(grid, &r.grid_loss, w.criterion);
+        if t.is_finite() { t } else { w.horizon }
+    }) / 3600.0;
+    let (cost_od, cost_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
+        (
+            nodes as f64 * billed_hours * p.on_demand,
+            nodes as f64 * billed_hours * p.spot,
+        )
+    });
+    // Per-hour billing: whole hours per node and up interval, until the
+    // criterion (the horizon for runs that never reach it).
+    let ps_members = w.ps_nodes * series.strategy.chain();
+    let hourly = mean(&|r| {
+        let t = time_to(grid, &r.grid_loss, w.criterion);
+        let end = if t.is_finite() { t } else { w.horizon };
+        r.usage.billed_hours_rounded_up(workers, ps_members, end)
+    });
+    let (hourly_od, hourly_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
+        (hourly * p.on_demand, hourly * p.spot)
+    });
+    WallclockSummaryRow {
+        scenario: sc.meta.name.clone(),
+        series: series.name.clone(),
+        strategy: series.strategy.name(),
+        workers,
+        failures: point.failures,
+        x_name: "workers",
+        x: workers,
+        metric: "time_to_criterion",
+        trials: rs.len(),
+        mean: s.mean,
+        std: s.std,
+        ci95_low: s.ci95_low,
+        ci95_high: s.ci95_high,
+        reached: reached.len(),
+        final_loss: final_loss.mean,
+        final_accuracy: final_acc.mean,
+        final_accuracy_ci95_low: final_acc.ci95_low,
+        final_accuracy_ci95_high: final_acc.ci95_high,
+        accuracy_after_recovery: after_s.mean,
+        accuracy_after_recovery_ci95_low: after_s.ci95_low,
+        accuracy_after_recovery_ci95_high: after_s.ci95_high,
+        recovery_time: Summary::of(&recovery).mean,
+        gradients_applied: mean(&|r| r.applied as f64),
+        gradients_discarded: mean(&|r| r.discarded as f64),
+        gradients_queued: mean(&|r| r.queued as f64),
+        checkpoints: mean(&|r| r.checkpoints as f64),
+        checkpoints_skipped: mean(&|r| r.checkpoints_skipped as f64),
+        solve: mean(&|r| r.split.solve),
+        dump: mean(&|r| r.split.dump),
+        rework: mean(&|r| r.split.rework),
+        restart: mean(&|r| r.split.restart),
+        nodes,
+        cost_on_demand: cost_od,
+        cost_spot,
+        worker_busy_node_s: mean(&|r| r.usage.worker_busy),
+        worker_idle_node_s: mean(&|r| r.usage.worker_idle),
+        ps_up_node_s: mean(&|r| r.usage.ps_up),
+        ps_down_node_s: mean(&|r| r.usage.ps_down),
+        cost_hourly_on_demand: hourly_od,
+        cost_hourly_spot: hourly_spot,
+        persist: if series.asynchronous { "async" } else { "sync" },
+        model: ctx.name.clone(),
+        dataset: ctx.dataset.clone(),
+        data: ctx.data_label.clone(),
+    }
+}
+
+/// A point's `curves.csv` rows: loss and accuracy across its trials at every
+/// grid time.
+fn add_curves(curves: &mut Table, sc: &FaultsScenario, grid: &[f64], point: &PointRuns<'_>) {
+    let rs = point.runs;
+    for (gi, &g) in grid.iter().enumerate() {
+        let l = Summary::of(&rs.iter().map(|r| r.grid_loss[gi]).collect::<Vec<_>>());
+        let a = Summary::of(&rs.iter().map(|r| r.grid_accuracy[gi]).collect::<Vec<_>>());
+        curves.add(&WallclockCurveRow {
+            scenario: sc.meta.name.clone(),
+            series: point.series.name.clone(),
+            strategy: point.series.strategy.name(),
+            workers: point.workers,
+            failures: point.failures,
+            time: g,
+            trials: rs.len(),
+            loss_mean: l.mean,
+            loss_ci95_low: l.ci95_low,
+            loss_ci95_high: l.ci95_high,
+            accuracy_mean: a.mean,
+            accuracy_ci95_low: a.ci95_low,
+            accuracy_ci95_high: a.ci95_high,
+        });
+    }
+}
+
+/// A point's `trials.csv` rows, and its trials' failures in `incidents.csv`.
+fn add_trials(
+    trial_table: &mut Table,
+    incidents: &mut Table,
+    w: &WallclockConfig,
+    grid: &[f64],
+    point: &PointRuns<'_>,
+) {
+    let series = point.series;
+    for (t, r) in point.runs.iter().enumerate() {
+        trial_table.add(&WallclockTrialRow {
+            series: series.name.clone(),
+            strategy: series.strategy.name(),
+            workers: point.workers,
+            failures: point.failures,
+            trial: t,
+            time_to_criterion: time_to(grid, &r.grid_loss, w.criterion),
+            final_loss: last(&r.grid_loss),
+            final_accuracy: last(&r.grid_accuracy),
+            gradients_applied: r.applied,
+            gradients_discarded: r.discarded,
+            gradients_queued: r.queued,
+            checkpoints: r.checkpoints,
+            solve: r.split.solve,
+            dump: r.split.dump,
+            rework: r.split.rework,
+            restart: r.split.restart,
+        });
+        for i in &r.incidents {
+            incidents.add(&IncidentRow {
+                series: series.name.clone(),
+                workers: point.workers,
+                trial: t,
+                shard: i.shard,
+                failed: i.failed,
+                recovered: i.recovered,
+                lost: i.lost,
+                restored_blocks: i.restored_blocks,
+                queued_applied: i.queued_applied,
+            });
+        }
     }
 }

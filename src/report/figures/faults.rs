@@ -15,6 +15,24 @@ use super::Layout;
 use super::chart::{Axis, Chart, Colour, Point, Series, Style};
 use super::results::Results;
 use crate::report::Table;
+use crate::report::columns::faults::{
+    IncidentColumns, IncidentRow, IntervalSummaryColumns, IntervalSummaryRow,
+    IterationsCurveColumns, IterationsCurveRow, OptimumColumns, OptimumRow, WallclockCurveColumns,
+    WallclockCurveRow, WallclockSummaryColumns, WallclockSummaryRow,
+};
+
+/// Columns of a wall-clock scenario's `summary.csv`.
+const W: WallclockSummaryColumns = WallclockSummaryRow::NAMES;
+/// Columns of a wall-clock scenario's `curves.csv`.
+const C: WallclockCurveColumns = WallclockCurveRow::NAMES;
+/// Columns of `incidents.csv`.
+const I: IncidentColumns = IncidentRow::NAMES;
+/// Columns of an iterations scenario's `curves.csv`.
+const K: IterationsCurveColumns = IterationsCurveRow::NAMES;
+/// Columns of an interval scenario's `summary.csv`.
+const V: IntervalSummaryColumns = IntervalSummaryRow::NAMES;
+/// Columns of `optimum.csv`.
+const O: OptimumColumns = OptimumRow::NAMES;
 
 /// Axis labels (checked by the tests).
 pub const WALLCLOCK_X: &str = "Wall time (s)";
@@ -92,13 +110,13 @@ fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
         return Ok(Vec::new());
     };
     let failed = {
-        let fc = col(&inc, "failed")?;
+        let fc = col(&inc, I.failed)?;
         inc.rows
             .iter()
             .map(|row| num(&row[fc]))
             .fold(f64::INFINITY, f64::min)
     };
-    let acc = col(&curves, "accuracy_mean")?;
+    let acc = col(&curves, C.accuracy_mean)?;
     let use_acc = curves.rows.iter().any(|row| num(&row[acc]).is_finite());
     if !use_acc {
         // summary.csv reports the value after the recovery for accuracy only.
@@ -106,24 +124,24 @@ fn wallclock_findings(r: &Results) -> Result<Vec<String>> {
     }
     let what = "accuracy";
     let (gs, gw, gf, gt) = (
-        col(&curves, "series")?,
-        col(&curves, "workers")?,
-        col(&curves, "failures")?,
-        col(&curves, "time")?,
+        col(&curves, C.series)?,
+        col(&curves, C.workers)?,
+        col(&curves, C.failures)?,
+        col(&curves, C.time)?,
     );
-    let gm = col(&curves, &format!("{what}_mean"))?;
+    let gm = col(&curves, C.accuracy_mean)?;
     let (ss, sw, sf) = (
-        col(&summary, "series")?,
-        col(&summary, "workers")?,
-        col(&summary, "failures")?,
+        col(&summary, W.series)?,
+        col(&summary, W.workers)?,
+        col(&summary, W.failures)?,
     );
-    let after = col(&summary, &format!("{what}_after_recovery"))?;
+    let after = col(&summary, W.accuracy_after_recovery)?;
     let (alo, ahi) = (
-        col(&summary, &format!("{what}_after_recovery_ci95_low"))?,
-        col(&summary, &format!("{what}_after_recovery_ci95_high"))?,
+        col(&summary, W.accuracy_after_recovery_ci95_low)?,
+        col(&summary, W.accuracy_after_recovery_ci95_high)?,
     );
-    let rt = col(&summary, "recovery_time")?;
-    let fin = col(&summary, &format!("final_{what}"))?;
+    let rt = col(&summary, W.recovery_time)?;
+    let fin = col(&summary, W.final_accuracy)?;
     let mut workers: Vec<String> = Vec::new();
     for row in &summary.rows {
         if !workers.contains(&row[sw]) {
@@ -195,17 +213,17 @@ const SIMILAR_COST: f64 = 0.10;
 /// resource columns).
 fn cost_findings(r: &Results) -> Result<Vec<String>> {
     let summary = read(r, "summary.csv")?;
-    let Some(busy) = summary.column("worker_busy_node_s") else {
+    let Some(busy) = summary.column(W.worker_busy_node_s) else {
         return Ok(Vec::new());
     };
     let (st, sw, sf) = (
-        col(&summary, "strategy")?,
-        col(&summary, "workers")?,
-        col(&summary, "failures")?,
+        col(&summary, W.strategy)?,
+        col(&summary, W.workers)?,
+        col(&summary, W.failures)?,
     );
     let (second, hour) = (
-        col(&summary, "cost_on_demand")?,
-        col(&summary, "cost_hourly_on_demand")?,
+        col(&summary, W.cost_on_demand)?,
+        col(&summary, W.cost_hourly_on_demand)?,
     );
     let mut workers: Vec<&str> = Vec::new();
     for row in &summary.rows {
@@ -263,19 +281,19 @@ fn cost_findings(r: &Results) -> Result<Vec<String>> {
 fn wallclock(r: &Results) -> Result<Chart> {
     let t = read(r, "curves.csv")?;
     let (cs, cw, cf, ct) = (
-        col(&t, "series")?,
-        col(&t, "workers")?,
-        col(&t, "failures")?,
-        col(&t, "time")?,
+        col(&t, C.series)?,
+        col(&t, C.workers)?,
+        col(&t, C.failures)?,
+        col(&t, C.time)?,
     );
-    let acc = col(&t, "accuracy_mean")?;
+    let acc = col(&t, C.accuracy_mean)?;
     let use_acc = t.rows.iter().any(|row| num(&row[acc]).is_finite());
-    let prefix = if use_acc { "accuracy" } else { "loss" };
-    let (cm, clo, chi) = (
-        col(&t, &format!("{prefix}_mean"))?,
-        col(&t, &format!("{prefix}_ci95_low"))?,
-        col(&t, &format!("{prefix}_ci95_high"))?,
-    );
+    let (mean, low, high) = if use_acc {
+        (C.accuracy_mean, C.accuracy_ci95_low, C.accuracy_ci95_high)
+    } else {
+        (C.loss_mean, C.loss_ci95_low, C.loss_ci95_high)
+    };
+    let (cm, clo, chi) = (col(&t, mean)?, col(&t, low)?, col(&t, high)?);
     let workers = t
         .rows
         .first()
@@ -294,9 +312,9 @@ fn wallclock(r: &Results) -> Result<Chart> {
     let mut recoveries: Vec<(String, f64)> = Vec::new();
     if let Some(inc) = &incidents {
         let (sc, fc, rc) = (
-            col(inc, "series")?,
-            col(inc, "failed")?,
-            col(inc, "recovered")?,
+            col(inc, I.series)?,
+            col(inc, I.failed)?,
+            col(inc, I.recovered)?,
         );
         failed = inc
             .rows
@@ -402,11 +420,11 @@ fn wallclock(r: &Results) -> Result<Chart> {
 fn iterations(r: &Results) -> Result<Chart> {
     let t = read(r, "curves.csv")?;
     let (cs, ct, cm, clo, chi) = (
-        col(&t, "series")?,
-        col(&t, "time_mean")?,
-        col(&t, "metric_mean")?,
-        col(&t, "metric_ci95_low")?,
-        col(&t, "metric_ci95_high")?,
+        col(&t, K.series)?,
+        col(&t, K.time_mean)?,
+        col(&t, K.metric_mean)?,
+        col(&t, K.metric_ci95_low)?,
+        col(&t, K.metric_ci95_high)?,
     );
     let mut names: Vec<String> = Vec::new();
     for row in &t.rows {
@@ -468,17 +486,17 @@ fn iterations(r: &Results) -> Result<Chart> {
 fn interval(r: &Results) -> Result<Chart> {
     let t = &r.summary;
     let (cs, cf, cm, clo, chi) = (
-        col(t, "series")?,
-        col(t, "factor")?,
-        col(t, "mean")?,
-        col(t, "ci95_low")?,
-        col(t, "ci95_high")?,
+        col(t, V.series)?,
+        col(t, V.factor)?,
+        col(t, V.mean)?,
+        col(t, V.ci95_low)?,
+        col(t, V.ci95_high)?,
     );
     let opt = read(r, "optimum.csv")?;
     let solve = opt
         .rows
         .first()
-        .map(|row| num(&row[col(&opt, "solve_time").unwrap_or(0)]))
+        .map(|row| num(&row[col(&opt, O.solve_time).unwrap_or(0)]))
         .unwrap_or(1.0);
     let mut names: Vec<String> = Vec::new();
     for row in &t.rows {
