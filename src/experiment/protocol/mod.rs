@@ -31,15 +31,20 @@ use crate::data::{DataCache, DatasetName};
 use crate::model::gradient::{
     GradientData, GradientModel, GradientVisitor, build_gradient_and_visit,
 };
-use crate::report::{Table, fmt_f64};
+use crate::report::columns::protocol::{
+    CurveRow, StalenessRow, TrainingSummaryRow, TrainingTrialRow, UpdateRow,
+};
+use crate::report::fmt_f64;
+use crate::report::row::Row;
 use crate::rng::run_seed;
 use crate::scenario::protocol::{Measure, Point, ProtocolScenario, TrainingConfig};
 use crate::stats::Summary;
 
-mod columns;
 mod runtime;
 mod switches;
-pub use columns::*;
+
+/// Columns of a training scenario's `summary.csv`.
+pub const TRAINING_SUMMARY_COLUMNS: &[&str] = TrainingSummaryRow::COLUMNS;
 use runtime::{RuntimeTrial, runtime_tables, runtime_trial};
 
 impl Experiment for ProtocolScenario {
@@ -484,11 +489,11 @@ fn training_tables(
 ) -> Outcome {
     let trials = sc.meta.trials;
     let by_point: Vec<&[TrainingTrial]> = results.chunks(trials).collect();
-    let mut summary = Table::new(TRAINING_SUMMARY_COLUMNS.iter().copied());
-    let mut curve = Table::new(CURVE_COLUMNS.iter().copied());
-    let mut trial_table = Table::new(TRAINING_TRIAL_COLUMNS.iter().copied());
-    let mut updates = Table::new(UPDATE_COLUMNS.iter().copied());
-    let mut staleness = Table::new(STALENESS_COLUMNS.iter().copied());
+    let mut summary = TrainingSummaryRow::table();
+    let mut curve = CurveRow::table();
+    let mut trial_table = TrainingTrialRow::table();
+    let mut updates = UpdateRow::table();
+    let mut staleness = StalenessRow::table();
     for (pi, p) in points.iter().enumerate() {
         let series = &sc.series[p.series];
         let protocol = series.protocol.name();
@@ -505,111 +510,101 @@ fn training_tables(
             rs.iter().map(g).sum::<f64>() / rs.len().max(1) as f64
         };
         let sa = series.staleness_aware;
-        summary.push(vec![
-            sc.meta.name.clone(),
-            p.label.clone(),
-            protocol.into(),
-            "k".into(),
-            k_cell(p),
-            "final_loss".into(),
-            p.workers.to_string(),
-            k_cell(p),
-            p.describe_k(),
-            sa.map_or_else(String::new, |s| fmt_f64(s.c)),
-            sa.map_or_else(String::new, |s| fmt_f64(s.eta_max)),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            fmt_f64(f.mean),
-            fmt_f64(f.ci95_low),
-            fmt_f64(f.ci95_high),
-            exact.map_or_else(String::new, fmt_f64),
-            bound.map_or_else(String::new, fmt_f64),
-            fmt_f64(mean_of(&|r| r.stats.updates as f64)),
-            fmt_f64(mean_of(&|r| {
-                r.last_update_time / r.stats.updates.max(1) as f64
-            })),
-            fmt_f64(mean_of(&|r| r.staleness_mean)),
-            rs.iter()
-                .map(|r| r.staleness_max)
-                .max()
-                .unwrap_or(0)
-                .to_string(),
-            fmt_f64(mean_of(&|r| r.mean_rate)),
-            fmt_f64(mean_of(&|r| r.stale_distance2)),
-            final_loss
-                .iter()
-                .filter(|l| !l.is_finite())
-                .count()
-                .to_string(),
-            ctx.name.clone(),
-            ctx.dataset.clone(),
-            ctx.data_label.clone(),
-            fmt_f64(tc.eta),
-            ctx.batch_size.to_string(),
-            fmt_f64(tc.horizon),
-            sc.compute_time.describe(),
-            describe_comm(sc),
-        ]);
+        summary.add(&TrainingSummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: p.label.clone(),
+            protocol,
+            x_name: "k",
+            x: p.k,
+            metric: "final_loss",
+            workers: p.workers,
+            k: p.k,
+            k_schedule: p.describe_k(),
+            staleness_aware_c: sa.map(|s| s.c),
+            staleness_aware_eta_max: sa.map(|s| s.eta_max),
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            floor_mean: f.mean,
+            floor_ci95_low: f.ci95_low,
+            floor_ci95_high: f.ci95_high,
+            floor_theory_exact: exact,
+            floor_paper_bound: bound,
+            updates: mean_of(&|r| r.stats.updates as f64),
+            time_per_update: mean_of(&|r| r.last_update_time / r.stats.updates.max(1) as f64),
+            mean_staleness: mean_of(&|r| r.staleness_mean),
+            max_staleness: rs.iter().map(|r| r.staleness_max).max().unwrap_or(0),
+            mean_learning_rate: mean_of(&|r| r.mean_rate),
+            mean_stale_distance2: mean_of(&|r| r.stale_distance2),
+            diverged: final_loss.iter().filter(|l| !l.is_finite()).count(),
+            model: ctx.name.clone(),
+            dataset: ctx.dataset.clone(),
+            data: ctx.data_label.clone(),
+            eta: tc.eta,
+            batch_size: ctx.batch_size,
+            horizon: tc.horizon,
+            compute_time: sc.compute_time.describe(),
+            communication_time: describe_comm(sc),
+        });
         for (gi, &g) in grid.iter().enumerate() {
             let v: Vec<f64> = rs.iter().map(|r| r.grid_loss[gi]).collect();
             let s = Summary::of(&v);
             let u = rs.iter().map(|r| r.grid_updates[gi] as f64).sum::<f64>() / rs.len() as f64;
-            curve.push(vec![
-                sc.meta.name.clone(),
-                p.label.clone(),
-                protocol.into(),
-                p.workers.to_string(),
-                k_cell(p),
-                fmt_f64(g),
-                s.n.to_string(),
-                fmt_f64(s.mean),
-                fmt_f64(s.std),
-                fmt_f64(s.ci95_low),
-                fmt_f64(s.ci95_high),
-                fmt_f64(u),
-            ]);
+            curve.add(&CurveRow {
+                scenario: sc.meta.name.clone(),
+                series: p.label.clone(),
+                protocol,
+                workers: p.workers,
+                k: p.k,
+                time: g,
+                trials: s.n,
+                mean: s.mean,
+                std: s.std,
+                ci95_low: s.ci95_low,
+                ci95_high: s.ci95_high,
+                updates_mean: u,
+            });
         }
         for (t, r) in rs.iter().enumerate() {
             let st = &r.stats;
-            trial_table.push(vec![
-                p.label.clone(),
-                protocol.into(),
-                p.workers.to_string(),
-                k_cell(p),
-                t.to_string(),
-                fmt_f64(final_loss[t]),
-                fmt_f64(r.floor),
-                st.updates.to_string(),
-                fmt_f64(r.last_update_time / st.updates.max(1) as f64),
-                fmt_f64(r.staleness_mean),
-                r.staleness_max.to_string(),
-                fmt_f64(r.mean_rate),
-                st.pushed.to_string(),
-                st.cancelled.to_string(),
-                st.events.to_string(),
-            ]);
+            trial_table.add(&TrainingTrialRow {
+                series: p.label.clone(),
+                protocol,
+                workers: p.workers,
+                k: p.k,
+                trial: t,
+                final_loss: final_loss[t],
+                floor: r.floor,
+                updates: st.updates,
+                time_per_update: r.last_update_time / st.updates.max(1) as f64,
+                mean_staleness: r.staleness_mean,
+                max_staleness: r.staleness_max,
+                mean_learning_rate: r.mean_rate,
+                gradients: st.pushed,
+                cancelled: st.cancelled,
+                events: st.events,
+            });
             let join = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(";");
             for u in &r.log {
                 let n = u.staleness.len().max(1) as f64;
-                updates.push(vec![
-                    p.label.clone(),
-                    p.workers.to_string(),
-                    k_cell(p),
-                    t.to_string(),
-                    u.version.to_string(),
-                    fmt_f64(u.time),
-                    u.workers.len().to_string(),
-                    join(&mut u.workers.iter().map(|w| w.to_string())),
-                    join(&mut u.staleness.iter().map(|s| s.to_string())),
-                    fmt_f64(u.staleness.iter().sum::<u64>() as f64 / n),
-                    u.staleness.iter().max().copied().unwrap_or(0).to_string(),
-                    join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
-                    join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
-                    fmt_f64(u.loss),
-                ]);
+                updates.add(&UpdateRow {
+                    series: p.label.clone(),
+                    workers: p.workers,
+                    k: p.k,
+                    trial: t,
+                    update: u.version,
+                    time: u.time,
+                    gradients: u.workers.len(),
+                    from_workers: join(&mut u.workers.iter().map(|w| w.to_string())),
+                    staleness: join(&mut u.staleness.iter().map(|s| s.to_string())),
+                    staleness_mean: u.staleness.iter().sum::<u64>() as f64 / n,
+                    staleness_max: u.staleness.iter().max().copied().unwrap_or(0),
+                    learning_rates: join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
+                    stale_distance2: join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
+                    loss: u.loss,
+                });
             }
         }
         let buckets = staleness_buckets(p.workers);
@@ -624,15 +619,15 @@ fn training_tables(
             if c == 0 {
                 continue;
             }
-            staleness.push(vec![
-                p.label.clone(),
-                p.workers.to_string(),
-                k_cell(p),
-                s.to_string(),
-                (s + 1 == buckets).to_string(),
-                c.to_string(),
-                fmt_f64(c as f64 / total as f64),
-            ]);
+            staleness.add(&StalenessRow {
+                series: p.label.clone(),
+                workers: p.workers,
+                k: p.k,
+                staleness: s,
+                or_more: s + 1 == buckets,
+                count: c,
+                fraction: c as f64 / total as f64,
+            });
         }
     }
     let events: u64 = results.iter().map(|r| r.stats.events).sum();

@@ -4,13 +4,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::columns::{RATIO_COLUMNS, RUNTIME_SUMMARY_COLUMNS, RUNTIME_TRIAL_COLUMNS};
-use super::{constant_shift, describe_comm, k_cell};
+use super::{constant_shift, describe_comm};
 use crate::cluster::sim::{Handler, UpdateInfo};
 use crate::cluster::theory::{self, GradientTime, Theory};
 use crate::cluster::{Protocol, RunStats, Stop, WorkerDelays, simulate};
 use crate::experiment::Outcome;
-use crate::report::{Table, fmt_f64};
+use crate::report::Table;
+use crate::report::columns::protocol::{RatioRow, RuntimeSummaryRow, RuntimeTrialRow};
+use crate::report::row::Row;
 use crate::scenario::protocol::{Point, ProtocolScenario, RuntimeConfig};
 use crate::stats::Summary;
 
@@ -110,27 +111,27 @@ pub(super) fn runtime_tables(
     let trials = sc.meta.trials;
     let by_point: Vec<&[RuntimeTrial]> = results.chunks(trials).collect();
 
-    let mut trial_table = Table::new(RUNTIME_TRIAL_COLUMNS.iter().copied());
-    let mut summary = Table::new(RUNTIME_SUMMARY_COLUMNS.iter().copied());
+    let mut trial_table = RuntimeTrialRow::table();
+    let mut summary = RuntimeSummaryRow::table();
     let mut theories = Vec::new();
     for (pi, p) in points.iter().enumerate() {
         let protocol = sc.series[p.series].protocol;
         let rs = by_point[pi];
         for (t, r) in rs.iter().enumerate() {
             let st = &r.stats;
-            trial_table.push(vec![
-                p.label.clone(),
-                protocol.name().into(),
-                p.workers.to_string(),
-                k_cell(p),
-                t.to_string(),
-                fmt_f64(r.time_per_iteration),
-                fmt_f64(r.mean_staleness),
-                r.max_staleness.to_string(),
-                fmt_f64(st.cancelled as f64 / st.updates.max(1) as f64),
-                fmt_f64(st.pushed as f64 / st.updates.max(1) as f64),
-                st.events.to_string(),
-            ]);
+            trial_table.add(&RuntimeTrialRow {
+                series: p.label.clone(),
+                protocol: protocol.name(),
+                workers: p.workers,
+                k: p.k,
+                trial: t,
+                time_per_iteration: r.time_per_iteration,
+                mean_staleness: r.mean_staleness,
+                max_staleness: r.max_staleness,
+                cancelled_per_update: st.cancelled as f64 / st.updates.max(1) as f64,
+                gradients_per_update: st.pushed as f64 / st.updates.max(1) as f64,
+                events: st.events,
+            });
         }
         let times: Vec<f64> = rs.iter().map(|r| r.time_per_iteration).collect();
         let s = Summary::of(&times);
@@ -163,47 +164,41 @@ pub(super) fn runtime_tables(
         let mean_of = |f: &dyn Fn(&RuntimeTrial) -> f64| {
             rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
         };
-        summary.push(vec![
-            sc.meta.name.clone(),
-            p.label.clone(),
-            protocol.name().into(),
-            "k".into(),
-            k_cell(p),
-            "time_per_iteration".into(),
-            p.workers.to_string(),
-            k_cell(p),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            th.exact.map_or_else(String::new, fmt_f64),
-            th.lower.map_or_else(String::new, fmt_f64),
-            th.upper.map_or_else(String::new, fmt_f64),
-            fmt_f64(z),
-            fmt_f64(rel),
-            check.into(),
-            th.source.clone(),
-            fmt_f64(mean_of(&|r| r.mean_staleness)),
-            p.k.map_or_else(String::new, |k| {
-                fmt_f64(theory::mean_staleness(protocol, p.workers, k))
-            }),
-            rs.iter()
-                .map(|r| r.max_staleness)
-                .max()
-                .unwrap_or(0)
-                .to_string(),
-            fmt_f64(mean_of(&|r| {
+        summary.add(&RuntimeSummaryRow {
+            scenario: sc.meta.name.clone(),
+            series: p.label.clone(),
+            protocol: protocol.name(),
+            x_name: "k",
+            x: p.k,
+            metric: "time_per_iteration",
+            workers: p.workers,
+            k: p.k,
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            theory_exact: th.exact,
+            theory_lower: th.lower,
+            theory_upper: th.upper,
+            theory_z: z,
+            theory_rel_error: rel,
+            theory_check: check,
+            theory_source: th.source.clone(),
+            mean_staleness: mean_of(&|r| r.mean_staleness),
+            staleness_theory: p.k.map(|k| theory::mean_staleness(protocol, p.workers, k)),
+            max_staleness: rs.iter().map(|r| r.max_staleness).max().unwrap_or(0),
+            cancelled_per_update: mean_of(&|r| {
                 r.stats.cancelled as f64 / r.stats.updates.max(1) as f64
-            })),
-            fmt_f64(mean_of(&|r| {
+            }),
+            gradients_per_update: mean_of(&|r| {
                 r.stats.pushed as f64 / r.stats.updates.max(1) as f64
-            })),
-            sc.compute_time.describe(),
-            describe_comm(sc),
-            rt.warmup_updates.to_string(),
-            rt.updates.to_string(),
-        ]);
+            }),
+            compute_time: sc.compute_time.describe(),
+            communication_time: describe_comm(sc),
+            warmup_updates: rt.warmup_updates,
+            updates: rt.updates,
+        });
         theories.push(th);
     }
     let ratios = ratio_table(sc, &points, &by_point, &theories);
@@ -232,7 +227,7 @@ fn ratio_table(
     by_point: &[&[RuntimeTrial]],
     theories: &[Theory],
 ) -> Table {
-    let mut t = Table::new(RATIO_COLUMNS.iter().copied());
+    let mut t = RatioRow::table();
     let find = |proto: Protocol, p: usize, k: usize| {
         points.iter().position(|pt| {
             sc.series[pt.series].protocol == proto && pt.workers == p && pt.k == Some(k)
@@ -251,23 +246,23 @@ fn ratio_table(
             v.iter().map(|x| x.time_per_iteration).sum::<f64>() / v.len() as f64
         };
         let th = match (theories[num].exact, theories[den].exact) {
-            (Some(x), Some(y)) => fmt_f64(x / y),
-            _ => String::new(),
+            (Some(x), Some(y)) => Some(x / y),
+            _ => None,
         };
-        t.push(vec![
-            sc.meta.name.clone(),
-            points[num].workers.to_string(),
-            k_label,
-            points[num].label.clone(),
-            points[den].label.clone(),
-            s.n.to_string(),
-            fmt_f64(s.mean),
-            fmt_f64(s.std),
-            fmt_f64(s.ci95_low),
-            fmt_f64(s.ci95_high),
-            fmt_f64(mean(a) / mean(b)),
-            th,
-        ]);
+        t.add(&RatioRow {
+            scenario: sc.meta.name.clone(),
+            workers: points[num].workers,
+            k: k_label,
+            numerator: points[num].label.clone(),
+            denominator: points[den].label.clone(),
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            ratio_of_means: mean(a) / mean(b),
+            theory_exact: th,
+        });
     };
     for &p in &sc.workers {
         if let (Some(num), Some(den)) = (

@@ -1,8 +1,9 @@
 //! `k_switches.csv`: what the adaptive K rule did in every trial.
 
-use super::columns::SWITCH_COLUMNS;
 use crate::cluster::Switch;
-use crate::report::{Table, fmt_f64};
+use crate::report::Table;
+use crate::report::columns::protocol::SwitchRow;
+use crate::report::row::Row;
 use crate::scenario::protocol::{Point, ProtocolScenario};
 
 /// File name of the table.
@@ -19,27 +20,25 @@ pub(crate) fn switch_table(
     if points.iter().all(|p| p.rule.is_none()) {
         return None;
     }
-    let mut table = Table::new(SWITCH_COLUMNS.iter().copied());
+    let mut table = SwitchRow::table();
     for (p, trials) in points.iter().zip(switches) {
         let Some(rule) = p.rule else { continue };
         let protocol = sc.series[p.series].protocol.name();
         for (t, sw) in trials.iter().enumerate() {
-            let row = |i: usize, time: f64, from: String, to: usize, seen: u64| {
-                vec![
-                    p.label.clone(),
-                    protocol.to_string(),
-                    p.workers.to_string(),
-                    t.to_string(),
-                    i.to_string(),
-                    fmt_f64(time),
-                    from,
-                    to.to_string(),
-                    seen.to_string(),
-                ]
+            let row = |i: usize, time: f64, from: Option<usize>, to: usize, seen: u64| SwitchRow {
+                series: p.label.clone(),
+                protocol,
+                workers: p.workers,
+                trial: t,
+                switch: i,
+                time,
+                k_from: from,
+                k_to: to,
+                losses_observed: seen,
             };
-            table.push(row(0, 0.0, String::new(), rule.start.min(rule.max), 0));
+            table.add(&row(0, 0.0, None, rule.start.min(rule.max), 0));
             for (i, s) in sw.iter().enumerate() {
-                table.push(row(i + 1, s.time, s.from.to_string(), s.to, s.observed));
+                table.add(&row(i + 1, s.time, Some(s.from), s.to, s.observed));
             }
         }
     }

@@ -13,8 +13,21 @@ use super::chart::{Axis, Chart, Colour, Grid, Point, Series, Style};
 use super::results::Results;
 use super::{Cell, Layout};
 use crate::report::Table;
+use crate::report::columns::protocol::{
+    CurveColumns, CurveRow, RatioColumns, RatioRow, RuntimeSummaryColumns, RuntimeSummaryRow,
+    TrainingSummaryColumns, TrainingSummaryRow,
+};
 
 mod adaptive;
+
+/// Columns of a runtime scenario's `summary.csv`.
+const RS: RuntimeSummaryColumns = RuntimeSummaryRow::NAMES;
+/// Columns of `ratios.csv`.
+const RA: RatioColumns = RatioRow::NAMES;
+/// Columns of a training scenario's `summary.csv`.
+const TS: TrainingSummaryColumns = TrainingSummaryRow::NAMES;
+/// Columns of `loss_vs_time.csv`.
+const C: CurveColumns = CurveRow::NAMES;
 
 /// File with the loss-vs-time curves of a training protocol scenario.
 pub(crate) const LOSS_VS_TIME: &str = "loss_vs_time.csv";
@@ -84,21 +97,22 @@ impl Runtime {
     fn curves(r: &Results) -> Result<BTreeMap<u64, Vec<RuntimeCurve>>> {
         let path = r.dir.join("summary.csv");
         let csv = Csv::read(&path)?;
-        let (cp, cw, ck) = (csv.col("protocol")?, csv.col("workers")?, csv.col("k")?);
+        let (cp, cw, ck) = (csv.col(RS.protocol)?, csv.col(RS.workers)?, csv.col(RS.k)?);
         let (cm, cl, ch) = (
-            csv.col("mean")?,
-            csv.col("ci95_low")?,
-            csv.col("ci95_high")?,
+            csv.col(RS.mean)?,
+            csv.col(RS.ci95_low)?,
+            csv.col(RS.ci95_high)?,
         );
-        let ct = csv.table.column("theory_exact");
+        let ct = csv.table.column(RS.theory_exact);
         let mut by_p: BTreeMap<u64, Vec<RuntimeCurve>> = BTreeMap::new();
         for i in 0..csv.table.rows.len() {
             let p = csv.num(i, cw)?;
             if !(p >= 1.0 && p.fract() == 0.0) {
                 bail!(
-                    "{} line {}: `workers` must be a positive integer",
+                    "{} line {}: `{}` must be a positive integer",
                     path.display(),
-                    i + 2
+                    i + 2,
+                    RS.workers
                 );
             }
             let protocol = csv.text(i, cp).to_string();
@@ -198,8 +212,8 @@ impl Layout for Runtime {
     fn findings(&self, r: &Results) -> Result<Vec<String>> {
         let path = r.dir.join("summary.csv");
         let csv = Csv::read(&path)?;
-        let check = csv.col("theory_check")?;
-        let rel = csv.col("theory_rel_error")?;
+        let check = csv.col(RS.theory_check)?;
+        let rel = csv.col(RS.theory_rel_error)?;
         let count = |what: &str| {
             (0..csv.table.rows.len())
                 .filter(|&i| csv.text(i, check) == what)
@@ -227,12 +241,12 @@ impl Layout for Runtime {
         let ratios_path = r.dir.join("ratios.csv");
         if ratios_path.is_file() {
             let rt = Csv::read(&ratios_path)?;
-            let (ck, cw) = (rt.col("k")?, rt.col("workers")?);
+            let (ck, cw) = (rt.col(RA.k)?, rt.col(RA.workers)?);
             let (cm, cl, ch, ct) = (
-                rt.col("mean")?,
-                rt.col("ci95_low")?,
-                rt.col("ci95_high")?,
-                rt.col("theory_exact")?,
+                rt.col(RA.mean)?,
+                rt.col(RA.ci95_low)?,
+                rt.col(RA.ci95_high)?,
+                rt.col(RA.theory_exact)?,
             );
             let mut parts = Vec::new();
             for i in 0..rt.table.rows.len() {
@@ -309,11 +323,11 @@ impl ErrorRuntime {
     fn curves(r: &Results) -> Result<Vec<LossCurve>> {
         let path = r.dir.join(LOSS_VS_TIME);
         let csv = Csv::read(&path)?;
-        let (cs, cp, ct) = (csv.col("series")?, csv.col("protocol")?, csv.col("time")?);
+        let (cs, cp, ct) = (csv.col(C.series)?, csv.col(C.protocol)?, csv.col(C.time)?);
         let (cm, cl, ch) = (
-            csv.col("mean")?,
-            csv.col("ci95_low")?,
-            csv.col("ci95_high")?,
+            csv.col(C.mean)?,
+            csv.col(C.ci95_low)?,
+            csv.col(C.ci95_high)?,
         );
         let mut curves: Vec<LossCurve> = Vec::new();
         for i in 0..csv.table.rows.len() {
@@ -383,7 +397,7 @@ impl ErrorRuntime {
 
 /// The y label: the quadratic reports F(w) − F*, the trained models their loss.
 fn loss_label(r: &Results) -> &'static str {
-    let model = r.first_value("model").unwrap_or_default();
+    let model = r.first_value(TS.model).unwrap_or_default();
     if model == "quadratic" {
         "Error F(w) − F*"
     } else {
@@ -430,11 +444,15 @@ impl Layout for ErrorRuntime {
     fn findings(&self, r: &Results) -> Result<Vec<String>> {
         let path = r.dir.join("summary.csv");
         let csv = Csv::read(&path)?;
-        let (cs, cm, cf) = (csv.col("series")?, csv.col("mean")?, csv.col("floor_mean")?);
+        let (cs, cm, cf) = (
+            csv.col(TS.series)?,
+            csv.col(TS.mean)?,
+            csv.col(TS.floor_mean)?,
+        );
         let (cfl, cfh, ct) = (
-            csv.col("floor_ci95_low")?,
-            csv.col("floor_ci95_high")?,
-            csv.col("time_per_update")?,
+            csv.col(TS.floor_ci95_low)?,
+            csv.col(TS.floor_ci95_high)?,
+            csv.col(TS.time_per_update)?,
         );
         let mut rows = Vec::new();
         for i in 0..csv.table.rows.len() {

@@ -7,8 +7,12 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::Csv;
+use super::{Csv, TS};
+use crate::report::columns::protocol::{SwitchColumns, SwitchRow};
 use crate::report::figures::results::Results;
+
+/// Columns of `k_switches.csv`.
+const SW: SwitchColumns = SwitchRow::NAMES;
 
 /// File the experiment writes the rule's switches to.
 const SWITCHES: &str = "k_switches.csv";
@@ -54,21 +58,21 @@ pub(super) fn findings(r: &Results) -> Result<Vec<String>> {
     let path = r.dir.join("summary.csv");
     let csv = Csv::read(&path)?;
     let (Some(chow), Some(caware)) = (
-        csv.table.column("k_schedule"),
-        csv.table.column("staleness_aware_c"),
+        csv.table.column(TS.k_schedule),
+        csv.table.column(TS.staleness_aware_c),
     ) else {
         return Ok(Vec::new());
     };
     let (cs, cp, cw, ck) = (
-        csv.col("series")?,
-        csv.col("protocol")?,
-        csv.col("workers")?,
-        csv.col("k")?,
+        csv.col(TS.series)?,
+        csv.col(TS.protocol)?,
+        csv.col(TS.workers)?,
+        csv.col(TS.k)?,
     );
     let (cf, cl, ch) = (
-        csv.col("floor_mean")?,
-        csv.col("floor_ci95_low")?,
-        csv.col("floor_ci95_high")?,
+        csv.col(TS.floor_mean)?,
+        csv.col(TS.floor_ci95_low)?,
+        csv.col(TS.floor_ci95_high)?,
     );
     let mut rows = Vec::new();
     for i in 0..csv.table.rows.len() {
@@ -148,12 +152,12 @@ fn switch_times(r: &Results) -> Result<BTreeMap<(String, String), String>> {
     }
     let csv = Csv::read(&path)?;
     let (cs, cw, ct, ci) = (
-        csv.col("series")?,
-        csv.col("workers")?,
-        csv.col("trial")?,
-        csv.col("switch")?,
+        csv.col(SW.series)?,
+        csv.col(SW.workers)?,
+        csv.col(SW.trial)?,
+        csv.col(SW.switch)?,
     );
-    let (ctime, cfrom, cto) = (csv.col("time")?, csv.col("k_from")?, csv.col("k_to")?);
+    let (ctime, cfrom, cto) = (csv.col(SW.time)?, csv.col(SW.k_from)?, csv.col(SW.k_to)?);
     // (series, P) -> trials seen, and per switch index: (from, to, Σ time, n).
     type Acc = (
         std::collections::BTreeSet<String>,
