@@ -3,8 +3,8 @@
 //! through them and the figures read columns back by their field names, so a
 //! renamed column changes both or does not build.
 
+pub(crate) mod faults;
 pub(crate) mod perturbation;
 pub(crate) mod precision;
-pub(crate) mod recovery;
-pub(crate) mod faults;
 pub(crate) mod protocol;
+pub(crate) mod recovery;
