@@ -127,6 +127,8 @@ struct PointRuns<'a> {
     /// `on` with the failures, `off` without them.
     failures: &'static str,
     runs: &'a [PsRun],
+    /// Each run's time to the criterion (NaN if never reached).
+    time_to_criterion: Vec<f64>,
 }
 
 pub(super) fn wallclock_tables(
@@ -147,10 +149,14 @@ pub(super) fn wallclock_tables(
             workers,
             failures: if failures { "on" } else { "off" },
             runs: &runs[pi * trials..(pi + 1) * trials],
+            time_to_criterion: runs[pi * trials..(pi + 1) * trials]
+                .iter()
+                .map(|r| time_to(&grid, &r.grid_loss, w.criterion))
+                .collect(),
         };
         summary.add(&summary_row(sc, w, ctx, &grid, &point));
         add_curves(&mut curves, sc, &grid, &point);
-        add_trials(&mut trial_table, &mut incidents, w, &grid, &point);
+        add_trials(&mut trial_table, &mut incidents, &point);
     }
     Outcome {
         summary,
@@ -185,10 +191,13 @@ fn summary_row(
     point: &PointRuns<'_>,
 ) -> WallclockSummaryRow {
     let (series, workers, rs) = (point.series, point.workers, point.runs);
-    let reached: Vec<f64> = rs
+    let ttc = &point.time_to_criterion;
+    let reached: Vec<f64> = ttc.iter().copied().filter(|v| v.is_finite()).collect();
+    // Runs are billed until the criterion (the horizon for runs that never
+    // reach it).
+    let ends: Vec<f64> = ttc
         .iter()
-        .map(|r| time_to(grid, &r.grid_loss, w.criterion))
-        .filter(|v| v.is_finite())
+        .map(|&t| if t.is_finite() { t } else { w.horizon })
         .collect();
     let s = Summary::of(&reached);
     let final_loss = Summary::of(&rs.iter().map(|r| last(&r.grid_loss)).collect::<Vec<_>>());
@@ -214,25 +223,21 @@ fn summary_row(
         .collect();
     let mean = |f: &dyn Fn(&PsRun) -> f64| rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64;
     let nodes = workers + w.ps_nodes * series.strategy.chain();
-    // Billed until the criterion (the horizon for runs that never reach it).
-    let billed_hours = mean(&|r| {
-        let t = time_to(grid, &r.grid_loss, w.criterion);
-        if t.is_finite() { t } else { w.horizon }
-    }) / 3600.0;
+    let billed_hours = ends.iter().sum::<f64>() / rs.len().max(1) as f64 / 3600.0;
     let (cost_od, cost_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
         (
             nodes as f64 * billed_hours * p.on_demand,
             nodes as f64 * billed_hours * p.spot,
         )
     });
-    // Per-hour billing: whole hours per node and up interval, until the
-    // criterion (the horizon for runs that never reach it).
+    // Per-hour billing: whole hours per node and up interval, until `ends`.
     let ps_members = w.ps_nodes * series.strategy.chain();
-    let hourly = mean(&|r| {
-        let t = time_to(grid, &r.grid_loss, w.criterion);
-        let end = if t.is_finite() { t } else { w.horizon };
-        r.usage.billed_hours_rounded_up(workers, ps_members, end)
-    });
+    let hourly = rs
+        .iter()
+        .zip(&ends)
+        .map(|(r, &end)| r.usage.billed_hours_rounded_up(workers, ps_members, end))
+        .sum::<f64>()
+        / rs.len().max(1) as f64;
     let (hourly_od, hourly_spot) = w.prices.map_or((f64::NAN, f64::NAN), |p| {
         (hourly * p.on_demand, hourly * p.spot)
     });
@@ -310,13 +315,7 @@ fn add_curves(curves: &mut Table, sc: &FaultsScenario, grid: &[f64], point: &Poi
 }
 
 /// A point's `trials.csv` rows, and its trials' failures in `incidents.csv`.
-fn add_trials(
-    trial_table: &mut Table,
-    incidents: &mut Table,
-    w: &WallclockConfig,
-    grid: &[f64],
-    point: &PointRuns<'_>,
-) {
+fn add_trials(trial_table: &mut Table, incidents: &mut Table, point: &PointRuns<'_>) {
     let series = point.series;
     for (t, r) in point.runs.iter().enumerate() {
         trial_table.add(&WallclockTrialRow {
@@ -325,7 +324,7 @@ fn add_trials(
             workers: point.workers,
             failures: point.failures,
             trial: t,
-            time_to_criterion: time_to(grid, &r.grid_loss, w.criterion),
+            time_to_criterion: point.time_to_criterion[t],
             final_loss: last(&r.grid_loss),
             final_accuracy: last(&r.grid_accuracy),
             gradients_applied: r.applied,
