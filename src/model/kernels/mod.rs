@@ -153,14 +153,19 @@ pub(crate) fn softmax_cross_entropy(
             *m = m.max(v);
         }
     }
+    // exp(z − max) over the whole row at once (one flat loop over
+    // `classes·a` entries vectorises whatever `a` is): `e` first holds each
+    // entry's member max, then its exponential — per entry the same
+    // operations as one member alone.
+    for ec in e.chunks_exact_mut(a) {
+        ec.copy_from_slice(maxv);
+    }
+    for (ev, &zv) in e.iter_mut().zip(z) {
+        *ev = exp_f32(zv - *ev);
+    }
     sumv.fill(0.0);
-    for c in 0..classes {
-        let zc = &z[c * a..(c + 1) * a];
-        let ec = &mut e[c * a..(c + 1) * a];
-        for ((ev, &zv), &m) in ec.iter_mut().zip(zc).zip(maxv.iter()) {
-            *ev = exp_f32(zv - m);
-        }
-        for (sv, &ev) in sumv.iter_mut().zip(ec.iter()) {
+    for ec in e.chunks_exact(a) {
+        for (sv, &ev) in sumv.iter_mut().zip(ec) {
             *sv += ev;
         }
     }
@@ -174,15 +179,16 @@ pub(crate) fn softmax_cross_entropy(
         *l += m as f64 + ln_f64(sv as f64) - zv as f64;
     }
     if let Some(delta) = delta {
-        for c in 0..classes {
-            let ec = &e[c * a..(c + 1) * a];
-            for ((d, &ev), &sv) in delta[c * a..(c + 1) * a]
-                .iter_mut()
-                .zip(ec)
-                .zip(sumv.iter())
-            {
-                *d = ev * (1.0 / sv);
-            }
+        // The same flat loop: `delta` first holds each entry's 1/Σ.
+        let delta = &mut delta[..classes * a];
+        for sv in sumv.iter_mut() {
+            *sv = 1.0 / *sv;
+        }
+        for dc in delta.chunks_exact_mut(a) {
+            dc.copy_from_slice(sumv);
+        }
+        for (d, &ev) in delta.iter_mut().zip(e.iter()) {
+            *d *= ev;
         }
         for d in delta[label * a..(label + 1) * a].iter_mut() {
             *d -= 1.0;
