@@ -80,7 +80,8 @@ pub(crate) fn run_baseline<M: Model>(
 /// iteration the metrics of a group's unfinished runs come from one
 /// [`Model::metric_apart`] (MLR stacks their weights into one wide product
 /// over the training set, the cost of a per-trial data order's unperturbed
-/// runs), then each run takes its own step with its own data order. Groups
+/// runs, and keeps each run's minibatch deltas), then each run takes its own
+/// step with its own data order ([`Model::step_apart`]). Groups
 /// run in parallel. When runs fail, the error of the first failing seed in
 /// `run_seeds` order is returned.
 pub(crate) fn run_baselines<M: Model>(
@@ -121,12 +122,21 @@ fn lockstep<M: Model>(
         .map(|_| (Vec::new(), Vec::new(), f64::INFINITY))
         .collect();
     let mut out = vec![0.0; n];
+    let mut stepping = vec![false; n];
     for k in 0..=convergence.max_iterations {
         let active: Vec<bool> = runs.iter().map(Option::is_none).collect();
         if !active.contains(&true) {
             break;
         }
-        model.metric_apart(&states, &active, &mut ws, &mut out);
+        let next: Vec<IterCtx> = run_seeds
+            .iter()
+            .map(|&run_seed| IterCtx {
+                iteration: k,
+                run_seed,
+            })
+            .collect();
+        model.metric_apart(&states, &active, &next, &mut ws, &mut out);
+        stepping.fill(false);
         for i in (0..n).filter(|&i| active[i]) {
             let m = out[i];
             let (trajectory, metrics, best) = &mut kept[i];
@@ -145,17 +155,11 @@ fn lockstep<M: Model>(
                     metrics: std::mem::take(metrics),
                     run_seed: run_seeds[i],
                 }));
-            } else if k < convergence.max_iterations {
-                model.step(
-                    &mut states[i],
-                    IterCtx {
-                        iteration: k,
-                        run_seed: run_seeds[i],
-                    },
-                    &mut ws,
-                );
+            } else {
+                stepping[i] = k < convergence.max_iterations;
             }
         }
+        model.step_apart(&mut states, &stepping, &next, &mut ws);
     }
     runs.into_iter()
         .zip(kept)

@@ -212,19 +212,39 @@ pub trait Model: Send + Sync {
 
     /// The metric of every `states[i]` with `active[i]`, into `out[i]`, for
     /// states that need **not** share a data order or an iteration (the
-    /// unperturbed runs of a per-trial data order, advanced side by side):
-    /// nothing is prepared for a following step. Each `out[i]` has the bits
+    /// unperturbed runs of a per-trial data order, advanced side by side).
+    /// `next[i]` is the iteration whose [`Model::step_apart`] may follow on
+    /// `states[i]`, so its work can be prepared. Each `out[i]` has the bits
     /// of [`Model::metric`] of `states[i]`. Default: one [`Model::metric`] each.
     fn metric_apart(
         &self,
         states: &[Self::State],
         active: &[bool],
+        next: &[IterCtx],
         ws: &mut Self::Workspace,
         out: &mut [f64],
     ) {
+        let _ = next;
         for ((s, &a), o) in states.iter().zip(active).zip(out.iter_mut()) {
             if a {
                 *o = self.metric(s, ws);
+            }
+        }
+    }
+
+    /// One iteration for every `states[i]` with `active[i]`, each at its own
+    /// `next[i]` (states as in [`Model::metric_apart`]); each state ends
+    /// with the bits of [`Model::step`]. Default: one [`Model::step`] each.
+    fn step_apart(
+        &self,
+        states: &mut [Self::State],
+        active: &[bool],
+        next: &[IterCtx],
+        ws: &mut Self::Workspace,
+    ) {
+        for ((s, &a), &ctx) in states.iter_mut().zip(active).zip(next) {
+            if a {
+                self.step(s, ctx, ws);
             }
         }
     }

@@ -31,6 +31,7 @@
 //!   iteration at which a run converges is exactly what an evaluation at
 //!   every iteration finds (a test compares the two trial by trial).
 
+mod apart;
 mod bound;
 mod pass;
 
@@ -133,6 +134,8 @@ pub struct MlrWorkspace {
     /// state whose fingerprint is `logits_of`.
     logits: Vec<f32>,
     logits_of: Option<u64>,
+    /// What a pass over runs without a shared data order kept for their steps.
+    apart: apart::Apart,
 }
 
 /// The work a convergence check did for the step of the same iteration.
@@ -548,6 +551,7 @@ impl Model for Mlr {
             member_grad: Vec::new(),
             logits: Vec::new(),
             logits_of: None,
+            apart: apart::Apart::default(),
         }
     }
 
@@ -636,15 +640,26 @@ impl Model for Mlr {
         &self,
         states: &[MlrState],
         active: &[bool],
+        next: &[IterCtx],
         ws: &mut MlrWorkspace,
         out: &mut [f64],
     ) {
-        // The full-data pass reads no data order: the members' weights are
-        // stacked as they are for a cohort, and nothing is prepared.
+        // One stacked full-data pass; it keeps each member's minibatch
+        // deltas for `step_apart` (`apart`).
         let members: Vec<usize> = (0..states.len()).filter(|&i| active[i]).collect();
         if !members.is_empty() {
-            self.full_metric(states, &members, None, None, ws, out);
+            self.metric_apart_prepared(states, &members, next, ws, out);
         }
+    }
+
+    fn step_apart(
+        &self,
+        states: &mut [MlrState],
+        active: &[bool],
+        next: &[IterCtx],
+        ws: &mut MlrWorkspace,
+    ) {
+        self.step_apart_prepared(states, active, next, ws);
     }
 
     fn check_many(

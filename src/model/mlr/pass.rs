@@ -7,13 +7,15 @@ use super::super::kernels::softmax_cross_entropy;
 use super::MlrState;
 
 /// Scratch of the softmax over `a` members: exp(z − max), max and sum per
-/// member, and one row's losses.
+/// member, one row's losses and deltas.
 #[derive(Default)]
 pub(super) struct SoftmaxScratch {
     pub(super) exps: Vec<f32>,
     pub(super) maxv: Vec<f32>,
     pub(super) sumv: Vec<f32>,
     pub(super) row_loss: Vec<f64>,
+    /// One row's deltas for every member ([`softmax_apart`]).
+    pub(super) row_delta: Vec<f32>,
 }
 
 crate::simd::kernel! {
@@ -123,4 +125,79 @@ pub(super) fn fingerprint(w: &[f32]) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h | 1
+}
+
+crate::simd::kernel! {
+    /// [`softmax_chunk`] for members that do not share a minibatch (the
+    /// unperturbed runs of a per-trial data order): for each row o of `rows`
+    /// adds its computed loss to `losses`, and for each `(slot, position)`
+    /// of `entries[row_ptr[r]..row_ptr[r+1]]` (row r in that slot's
+    /// minibatch) writes the slot's softmax deltas to
+    /// `delta[(slot·batch + position)·c..][..c]` and its loss to
+    /// `pos_loss[slot·batch + position]` — per member the bits
+    /// [`softmax_chunk`] gives it alone.
+    pub(super) fn softmax_apart, softmax_apart_at(
+        z: &[f32],
+        stride: usize,
+        rows: &[u32],
+        y: &[u8],
+        a: usize,
+        c: usize,
+        row_ptr: &[u32],
+        entries: &[(u32, u32)],
+        batch: usize,
+        sc: &mut SoftmaxScratch,
+        losses: &mut [f64],
+        delta: &mut [f32],
+        pos_loss: &mut [f64]
+    ) = softmax_apart_body;
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn softmax_apart_body(
+    z: &[f32],
+    stride: usize,
+    rows: &[u32],
+    y: &[u8],
+    a: usize,
+    c: usize,
+    row_ptr: &[u32],
+    entries: &[(u32, u32)],
+    batch: usize,
+    sc: &mut SoftmaxScratch,
+    losses: &mut [f64],
+    delta: &mut [f32],
+    pos_loss: &mut [f64],
+) {
+    sc.row_delta.resize(a * c, 0.0);
+    for (o, &r) in rows.iter().enumerate() {
+        let r = r as usize;
+        let zr = &z[o * stride..o * stride + a * c];
+        let label = y[r] as usize;
+        sc.row_loss.fill(0.0);
+        let owners = &entries[row_ptr[r] as usize..row_ptr[r + 1] as usize];
+        let d = (!owners.is_empty()).then_some(&mut sc.row_delta[..]);
+        softmax_cross_entropy(
+            zr,
+            a,
+            c,
+            label,
+            &mut sc.exps,
+            &mut sc.maxv,
+            &mut sc.sumv,
+            &mut sc.row_loss,
+            d,
+        );
+        for (l, &v) in losses.iter_mut().zip(sc.row_loss.iter()) {
+            *l += v;
+        }
+        for &(s, p) in owners {
+            let at = s as usize * batch + p as usize;
+            for (k, d) in delta[at * c..(at + 1) * c].iter_mut().enumerate() {
+                *d = sc.row_delta[k * a + s as usize];
+            }
+            pos_loss[at] = sc.row_loss[s as usize];
+        }
+    }
 }
