@@ -15,6 +15,9 @@ use super::pass::{fingerprint, padded_width, softmax_apart, stride};
 use super::{CHUNK, Mlr, MlrState, MlrWorkspace, Prepared, block_forward};
 use crate::model::{IterCtx, Model};
 
+/// One run's epoch permutation and the (run seed, epoch) it is of.
+type PermCache = (Vec<u32>, Option<(u64, usize)>);
+
 /// What a [`Model::metric_apart`](crate::model::Model::metric_apart) pass
 /// prepared for the steps that follow.
 #[derive(Default)]
@@ -22,8 +25,8 @@ pub(super) struct Apart {
     /// Per state: its slot in the pass, the iteration prepared and the
     /// fingerprint of the weights it was prepared from.
     prepared: Vec<Option<(usize, IterCtx, u64)>>,
-    /// Per state: its epoch permutation and the (run seed, epoch) it is of.
-    perms: Vec<(Vec<u32>, Option<(u64, usize)>)>,
+    /// Per state: its epoch permutation.
+    perms: Vec<PermCache>,
     /// `row_ptr[r]..row_ptr[r+1]` indexes the `(slot, position)` entries of
     /// data row r: the slots whose minibatch holds it, and where.
     row_ptr: Vec<u32>,
