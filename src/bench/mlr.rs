@@ -24,6 +24,7 @@ pub(crate) fn kernels() -> Vec<Box<dyn HotKernel>> {
         Box::new(Forward { members: 1 }),
         Box::new(Forward { members: MEMBERS }),
         Box::new(Gradient { members: MEMBERS }),
+        Box::new(Regroup),
         Box::new(Sgd),
     ]
 }
@@ -117,6 +118,57 @@ impl Prepared for ForwardRun {
             flops: 2.0 * nnz * (10 * self.members) as f64,
             // The regrouped rows once (a byte and four values per entry), W once.
             bytes: self.b.stored() as f64 / 4.0 * 17.0 + 4.0 * self.w.len() as f64,
+        }
+    }
+}
+
+/// Regrouping a minibatch's scattered rows for the products
+/// (`BlockCsc::rebuild`): once per distinct minibatch, so once per run and
+/// iteration under a per-trial data order. Memory bound: it reads each row
+/// and writes its entries.
+struct Regroup;
+
+impl HotKernel for Regroup {
+    fn name(&self) -> &'static str {
+        "mlr-regroup"
+    }
+    fn model(&self) -> &'static str {
+        "mlr"
+    }
+    fn unit(&self) -> &'static str {
+        "examples"
+    }
+    fn describe(&self) -> String {
+        format!(
+            "regroup a scattered {BATCH}-example minibatch by chunk and feature group; \
+             bytes: each row's entries read once (2 + 16 bytes) and written once (1 + 16)"
+        )
+    }
+    fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
+        let data = mnist(ctx)?;
+        let x = Csr::from_dense(&data.x, data.rows, data.features);
+        let rows = batch_rows(data.rows);
+        let groups = RowGroups::of(&x);
+        let b = BlockCsc::build(&groups, &rows);
+        Ok(Box::new(RegroupRun { groups, rows, b }))
+    }
+}
+
+struct RegroupRun {
+    groups: RowGroups,
+    rows: Vec<u32>,
+    b: BlockCsc,
+}
+
+impl Prepared for RegroupRun {
+    fn run(&mut self) -> Work {
+        self.b.rebuild(&self.groups, &self.rows);
+        std::hint::black_box(&self.b);
+        let entries = (self.b.stored() / 4) as f64;
+        Work {
+            units: self.b.positions as f64,
+            flops: 0.0,
+            bytes: entries * (18.0 + 17.0),
         }
     }
 }
