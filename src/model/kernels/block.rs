@@ -151,11 +151,11 @@ impl BlockCsc {
                 crate::simd::prefetch(&rg.nnz[r as usize..r as usize + 1]);
             }
         };
-        for i in 0..(2 * AHEAD).min(rows.len()) {
-            crate::simd::prefetch(&rg.ptr[rows[i] as usize..rows[i] as usize + 2]);
+        for &r in rows.iter().take(2 * AHEAD) {
+            crate::simd::prefetch(&rg.ptr[r as usize..r as usize + 2]);
         }
-        for i in 0..AHEAD.min(rows.len()) {
-            let r = rows[i] as usize;
+        for &r in rows.iter().take(AHEAD) {
+            let r = r as usize;
             let e = rg.ptr[r] as usize..rg.ptr[r + 1] as usize;
             crate::simd::prefetch(&rg.group[e.clone()]);
             crate::simd::prefetch(&rg.val[e]);
