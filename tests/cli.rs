@@ -517,6 +517,26 @@ fn a_closed_output_pipe_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Under a per-trial data order the unperturbed runs advance side by side
+/// and step from the deltas their stacked metric pass kept
+/// (`Model::metric_apart`, `Model::step_apart`): the portable kernels give
+/// the same bytes as the best level.
+#[test]
+fn mlr_per_trial_order_matches_on_every_kernel_level() {
+    let dir = tmpdir("mlr-per-trial");
+    let scenario = small_recovery("pertrial", 4)
+        .replace("seed = 7\n", "seed = 7\ndata_order = \"per-trial\"\n")
+        .replace("batch_size = 10000", "batch_size = 200")
+        .replace("learning_rate = 1e-5", "learning_rate = 3e-6")
+        .replace("criterion = 2.5e4", "criterion = 4e4");
+    assert!(
+        scenario.contains("data_order = \"per-trial\"") && scenario.contains("criterion = 4e4")
+    );
+    std::fs::write(dir.join("pertrial.toml"), scenario).unwrap();
+    let standin = ["--synthetic", "--scale", "0.02"];
+    assert_same_bytes_on_every_kernel_level(&dir, "pertrial.toml", "pertrial", &standin);
+}
+
 /// MLR's certified convergence check is exact: with a minibatch that divides
 /// the stand-in's rows (so the bound is active), the results equal the
 /// brute-force path's (every metric evaluated, nothing shared) trial by
