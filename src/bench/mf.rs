@@ -52,21 +52,37 @@ pub(crate) fn rating_data(ctx: &BenchContext, name: DatasetName) -> Result<Arc<R
 /// Work of one ALS iteration of one trial: (solves, flops). A multiply and an
 /// add count one flop each; the ALS code keeps them separate.
 pub(crate) fn iteration_work(data: &Ratings, p: usize) -> (f64, f64) {
-    let omega = data.len() as f64;
     let pf = p as f64;
-    // Per rating and half-step: the upper triangle of x xᵀ and a·x.
-    let gram = 2.0 * omega * (pf * (pf + 1.0) + 2.0 * pf);
-    // Per solve: the factorization (for row j: j·(p−j) multiply-subtracts,
-    // p−j−1 scalings, a square root and a reciprocal) and two triangular
-    // substitutions (p(p−1) multiply-subtracts and p divisions each).
-    let factor: f64 = (0..p)
-        .map(|j| 2.0 * (j * (p - j)) as f64 + (p - j - 1) as f64 + 2.0)
+    // A Cholesky solve of size q: the factorization (for row j: j·(q−j)
+    // multiply-subtracts, q−j−1 scalings, a square root and a reciprocal)
+    // and two triangular substitutions (q(q−1) multiply-subtracts and q
+    // divisions each).
+    let cholesky = |q: usize| -> f64 {
+        let factor: f64 = (0..q)
+            .map(|j| 2.0 * (j * (q - j)) as f64 + (q - j - 1) as f64 + 2.0)
+            .sum();
+        let qf = q as f64;
+        factor + 2.0 * (qf * (qf - 1.0) + qf)
+    };
+    // One row with n ratings: the upper triangle of x xᵀ and a·x per rating,
+    // then a p×p solve; or, with fewer ratings than factors, the dual form's
+    // n(n+1)/2 dot products, an n×n solve and Xᵀz.
+    let row = |n: usize| -> f64 {
+        let nf = n as f64;
+        if crate::model::mf::single::uses_dual(n, p) {
+            nf * (nf + 1.0) * pf + nf + cholesky(n) + 2.0 * nf * pf
+        } else {
+            nf * (pf * (pf + 1.0) + 2.0 * pf) + cholesky(p)
+        }
+    };
+    let rows: f64 = (0..data.users)
+        .map(|i| row(data.user(i).0.len()))
+        .chain((0..data.items).map(|j| row(data.item(j).0.len())))
         .sum();
     let solves = (data.users + data.items) as f64;
-    let chol = solves * (factor + 2.0 * (pf * (pf - 1.0) + pf));
     // The squared error of the result: a dot product, a subtraction, a square and a sum per rating.
-    let metric = omega * (2.0 * pf + 3.0);
-    (solves, gram + chol + metric)
+    let metric = data.len() as f64 * (2.0 * pf + 3.0);
+    (solves, rows + metric)
 }
 
 struct Als {

@@ -12,7 +12,10 @@
 //! l_i ← (Σ_{j∈Ω_i} r_j r_jᵀ + λI)⁻¹ Σ_{j∈Ω_i} A_ij r_j, and symmetrically for r_j,
 //!
 //! each a p×p system solved by Cholesky, users in index order then items in
-//! index order. Each half-step minimises J exactly over its half, so J never
+//! index order. A row with fewer ratings than factors (0 < n < p: most
+//! MovieLens movies at p = 20) is solved in the equivalent dual form
+//! Xᵀ(XXᵀ + λI)⁻¹a, an n×n system (`single::solve_dual`): the same ridge
+//! solution to rounding, at a fraction of the cost. Each half-step minimises J exactly over its half, so J never
 //! increases. The regularization is the plain (unweighted) ridge λ·I, the
 //! same for every row and column; the paper does not give one, and a λ > 0
 //! keeps every system positive definite (items with fewer than p ratings).

@@ -439,3 +439,50 @@ fn the_cached_metric_is_the_metric_and_block_writes_forget_it() {
         );
     }
 }
+
+/// Rows with fewer ratings than factors are solved in the dual form
+/// (`Xᵀ (XXᵀ + λI)⁻¹ a`): the ridge solution the normal equations give, to
+/// rounding. The p = 20 stand-in has such rows (as MovieLens has).
+#[test]
+fn the_dual_form_gives_the_normal_equations_solution() {
+    let (p, lambda) = (20, 0.1);
+    let m = model(true, p, lambda);
+    let d = m.data();
+    let s = distinct_states(&m, 2).remove(1);
+    let mut dual_rows = 0;
+    for j in 0..d.items {
+        let (users, values) = d.item(j);
+        if !single::uses_dual(users.len(), p) {
+            continue;
+        }
+        dual_rows += 1;
+        let (mut out, mut g, mut b, mut gathered) =
+            (vec![0.0; p], vec![0.0; p * p], vec![0.0; p], Vec::new());
+        single::solve_one(
+            p,
+            lambda,
+            users,
+            values,
+            &s.l,
+            &mut out,
+            &mut g,
+            &mut b,
+            &mut gathered,
+        );
+        normal_equations(p, users, values, &s.l, &mut g, &mut b);
+        for t in 0..p {
+            g[t * p + t] += lambda;
+        }
+        cholesky_solve_upper(&mut g, &mut b, p);
+        for t in 0..p {
+            assert!(
+                (out[t] - b[t]).abs() <= 1e-9 * (1.0 + b[t].abs()),
+                "item {j} ({} ratings), factor {t}: dual {} vs normal equations {}",
+                users.len(),
+                out[t],
+                b[t]
+            );
+        }
+    }
+    assert!(dual_rows >= 10, "only {dual_rows} rows in the dual form");
+}

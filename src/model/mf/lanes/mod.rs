@@ -246,7 +246,8 @@ fn half_step_p<S: Simd, const P: usize>(
             for (i, sys) in scratch.chunks_exact_mut(per).enumerate() {
                 let lo = cursor[i];
                 let hi = lo + idx[lo..ptr[i + 1]].partition_point(|&k| k < end);
-                if hi > lo {
+                // Rows solved in the dual form keep a zero system here.
+                if hi > lo && !super::single::uses_dual(ptr[i + 1] - ptr[i], P) {
                     let (g, b) = system::<P>(sys);
                     accumulate_p::<S, P>(&idx[lo..hi], &values[lo..hi], other, g, b, false);
                 }
@@ -254,36 +255,64 @@ fn half_step_p<S: Simd, const P: usize>(
             }
             start = end as usize;
         }
-        finish_all::<S, P>(lambda, scratch, out);
+        finish_all::<S, P>(lambda, scratch, out, |n| n);
+        let mut dual = vec![zero; per];
+        for i in 0..rows {
+            let rg = ptr[i]..ptr[i + 1];
+            if super::single::uses_dual(rg.len(), P) {
+                let o = &mut out[i * P..(i + 1) * P];
+                solve_dual::<S>(
+                    P,
+                    lambda,
+                    &idx[rg.clone()],
+                    &values[rg],
+                    other,
+                    o,
+                    &mut dual,
+                );
+            }
+        }
     } else {
         // NB rows at a time: their normal equations, then their solves side
-        // by side (each row's arithmetic as alone).
+        // by side (each row's arithmetic as alone). Rows with fewer ratings
+        // than factors are solved alone in the dual form.
         scratch.clear();
-        scratch.resize(NB * per, zero);
-        let mut i0 = 0;
-        while i0 < rows {
-            let nb = NB.min(rows - i0);
-            for (n, sys) in scratch.chunks_exact_mut(per).take(nb).enumerate() {
-                let (g, b) = system::<P>(sys);
-                let rg = ptr[i0 + n]..ptr[i0 + n + 1];
-                // `fresh`: the sums start from zero, whatever `g` and `b` hold.
-                accumulate_p::<S, P>(&idx[rg.clone()], &values[rg], other, g, b, true);
+        scratch.resize(NB * per + per, zero);
+        let (systems, dual) = scratch.split_at_mut(NB * per);
+        let mut batch = [0usize; NB];
+        let mut nb = 0;
+        for i in 0..rows {
+            let rg = ptr[i]..ptr[i + 1];
+            if super::single::uses_dual(rg.len(), P) {
+                let o = &mut out[i * P..(i + 1) * P];
+                solve_dual::<S>(P, lambda, &idx[rg.clone()], &values[rg], other, o, dual);
+                continue;
             }
-            finish_all::<S, P>(
-                lambda,
-                &mut scratch[..nb * per],
-                &mut out[i0 * P..(i0 + nb) * P],
-            );
-            i0 += nb;
+            let (g, b) = system::<P>(&mut systems[nb * per..(nb + 1) * per]);
+            // `fresh`: the sums start from zero, whatever `g` and `b` hold.
+            accumulate_p::<S, P>(&idx[rg.clone()], &values[rg], other, g, b, true);
+            batch[nb] = i;
+            nb += 1;
+            if nb == NB {
+                finish_all::<S, P>(lambda, systems, out, |n| batch[n]);
+                nb = 0;
+            }
         }
+        finish_all::<S, P>(lambda, &mut systems[..nb * per], out, |n| batch[n]);
     }
 }
 
 /// Adds λ to the diagonals of the systems in `sys` (laid out as by
 /// [`system`]) and solves them, [`NB`] side by side while that many remain,
-/// then one by one; row `i`'s solution goes to `out[i·P..(i+1)·P]`.
+/// then one by one; system `n`'s solution goes to row `row_of(n)` of `out`
+/// (`out[r·P..(r+1)·P]`).
 #[inline(always)]
-fn finish_all<S: Simd, const P: usize>(lambda: f64, sys: &mut [V], out: &mut [V]) {
+fn finish_all<S: Simd, const P: usize>(
+    lambda: f64,
+    sys: &mut [V],
+    out: &mut [V],
+    row_of: impl Fn(usize) -> usize,
+) {
     let per = P * P + P;
     let lam = S::splat(lambda);
     for s in sys.chunks_exact_mut(per) {
@@ -292,22 +321,62 @@ fn finish_all<S: Simd, const P: usize>(lambda: f64, sys: &mut [V], out: &mut [V]
             S::store(S::add(S::load(&row[d]), lam), &mut row[d]);
         }
     }
-    let mut groups = sys.chunks_exact_mut(NB * per);
-    let mut outs = out.chunks_exact_mut(NB * P);
-    for (group, o) in (&mut groups).zip(&mut outs) {
+    let full = sys.len() / per / NB * NB;
+    let (groups, rest) = sys.split_at_mut(full * per);
+    for (k, group) in groups.chunks_exact_mut(NB * per).enumerate() {
         cholesky_solve_many::<S, P>(group);
-        for (s, row_out) in group.chunks_exact_mut(per).zip(o.chunks_exact_mut(P)) {
-            row_out.copy_from_slice(&s[P * P..]);
+        for (n, s) in group.chunks_exact(per).enumerate() {
+            let r = row_of(k * NB + n);
+            out[r * P..(r + 1) * P].copy_from_slice(&s[P * P..]);
         }
     }
-    for (s, row_out) in groups
-        .into_remainder()
-        .chunks_exact_mut(per)
-        .zip(outs.into_remainder().chunks_exact_mut(P))
-    {
+    for (n, s) in rest.chunks_exact_mut(per).enumerate() {
         let (g, b) = system::<P>(s);
         cholesky_solve_p::<S, P>(g, b);
-        row_out.copy_from_slice(b);
+        let r = row_of(full + n);
+        out[r * P..(r + 1) * P].copy_from_slice(b);
+    }
+}
+
+/// One row's solve in the dual form, lane by lane exactly as
+/// [`super::single`]'s `solve_dual` (n < p ratings: `Xᵀ (XXᵀ + λI)⁻¹ a`),
+/// into `out` (p entries); `scratch` holds at least n² + n entries.
+#[inline(always)]
+fn solve_dual<S: Simd>(
+    p: usize,
+    lambda: f64,
+    idx: &[u32],
+    values: &[f32],
+    other: &[V],
+    out: &mut [V],
+    scratch: &mut [V],
+) {
+    let n = idx.len();
+    let (gram, rest) = scratch.split_at_mut(n * n);
+    let rhs = &mut rest[..n];
+    let x = |a: usize| &other[idx[a] as usize * p..(idx[a] as usize + 1) * p];
+    for a in 0..n {
+        let xa = x(a);
+        for b in a..n {
+            let xb = x(b);
+            let mut acc = S::splat(-0.0);
+            for s in 0..p {
+                acc = S::fma(S::load(&xa[s]), S::load(&xb[s]), acc);
+            }
+            if b == a {
+                acc = S::add(acc, S::splat(lambda));
+            }
+            S::store(acc, &mut gram[a * n + b]);
+        }
+        S::store(S::splat(values[a] as f64), &mut rhs[a]);
+    }
+    cholesky_solve::<S>(n, gram, rhs);
+    for (s, o) in out.iter_mut().enumerate() {
+        let mut acc = S::splat(-0.0);
+        for (a, z) in rhs.iter().enumerate() {
+            acc = S::fma(S::load(z), S::load(&x(a)[s]), acc);
+        }
+        S::store(acc, o);
     }
 }
 
@@ -345,6 +414,11 @@ fn half_step_general<S: Simd>(
     for (i, row_out) in out.chunks_exact_mut(p).enumerate() {
         let rg = ptr[i]..ptr[i + 1];
         let (idx, values) = (&idx[rg.clone()], &values[rg]);
+        if super::single::uses_dual(idx.len(), p) {
+            // n² + n < p² entries: the Gram scratch holds the dual system.
+            solve_dual::<S>(p, lambda, idx, values, other, row_out, gram);
+            continue;
+        }
         for s in 0..p {
             for t in s..p {
                 gram[s * p + t] = V::splat(0.0);
