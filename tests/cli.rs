@@ -759,6 +759,29 @@ fn event_order_is_a_field_shown_resolved_and_honoured() {
         }
     }
     assert_eq!(seen, [3, 3]);
+    // summary.csv names each point's order and write budget, defaults included.
+    let summary = std::fs::read_to_string(dir.join("out/event-order/summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (series, order, budget) = (col("series"), col("event_order"), col("checkpoint_budget"));
+    let rows: Vec<(String, String, String)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[series].into(), f[order].into(), f[budget].into())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("full".into(), "failure-first".into(), "parameters".into()),
+            (
+                "full-checkpoint-first".into(),
+                "checkpoint-first".into(),
+                "parameters".into()
+            ),
+        ]
+    );
 }
 
 /// `[checkpoint] budget` (SCAR §4.2's equal parameters by default, or

@@ -573,6 +573,8 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             checkpoint_interval: cfg.checkpoint.interval,
             checkpoint_fraction: cfg.checkpoint.fraction,
             selector: cfg.checkpoint.selector.name(),
+            event_order: cfg.order.name(),
+            checkpoint_budget: cfg.checkpoint.budget.name(),
             recovery: cfg.recovery.name(),
             failure_distribution,
             failure_p,

@@ -59,6 +59,14 @@ pub enum EventOrder {
 }
 
 impl EventOrder {
+    /// The name used in scenarios and CSV files.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventOrder::FailureFirst => "failure-first",
+            EventOrder::CheckpointFirst => "checkpoint-first",
+        }
+    }
+
     /// For a failure at iteration `t`: the running checkpoint holds the
     /// checkpoints taken at iterations strictly before the returned one (the
     /// `failure` argument of [`RunningCheckpoint::replay`] and
@@ -104,7 +112,15 @@ pub enum WriteBudget {
     Blocks,
 }
 
-impl WriteBudget {}
+impl WriteBudget {
+    /// The name used in scenarios and CSV files.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteBudget::Parameters => "parameters",
+            WriteBudget::Blocks => "blocks",
+        }
+    }
+}
 
 /// A checkpoint policy: save a fraction of the blocks at a fixed period.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -53,6 +53,12 @@ crate::csv_row! {
         checkpoint_fraction: f64,
         /// Block selector of the partial checkpoints.
         selector: &'static str,
+        /// `[checkpoint] event_order`: `failure-first` (the checkpoint due at
+        /// T is lost) or `checkpoint-first`.
+        event_order: &'static str,
+        /// `[checkpoint] budget` of partial checkpoints: `parameters` (§4.2)
+        /// or `blocks`.
+        checkpoint_budget: &'static str,
         /// `full` or `partial` recovery.
         recovery: &'static str,
         /// `geometric`, `geometric-of-run` or `fixed`.
