@@ -11,8 +11,8 @@
 //! runs' orders differ, so one shared cache would reshuffle at every step).
 //! A test compares every state bit for bit with runs stepped alone.
 
-use super::pass::{fingerprint, padded_width, softmax_apart, stride};
-use super::{CHUNK, Mlr, MlrState, MlrWorkspace, Prepared, block_forward};
+use super::pass::{fingerprint, softmax_apart, stride};
+use super::{Mlr, MlrState, MlrWorkspace, Prepared};
 use crate::model::{IterCtx, Model};
 
 /// One run's epoch permutation and the (run seed, epoch) it is of.
@@ -59,23 +59,25 @@ impl Mlr {
         // Which slots' minibatches hold each row, and where (counting sort by row).
         ap.row_ptr.clear();
         ap.row_ptr.resize(rows + 1, 0);
-        for &i in members {
-            let (perm, key) = &mut ap.perms[i];
-            let range = self.batch_range(next[i], perm, key);
-            for &r in &perm[range] {
-                ap.row_ptr[r as usize + 1] += 1;
-            }
-        }
+        let ranges: Vec<std::ops::Range<usize>> = members
+            .iter()
+            .map(|&i| {
+                let (perm, key) = &mut ap.perms[i];
+                let range = self.batch_range(next[i], perm, key);
+                for &r in &perm[range.clone()] {
+                    ap.row_ptr[r as usize + 1] += 1;
+                }
+                range
+            })
+            .collect();
         for r in 0..rows {
             ap.row_ptr[r + 1] += ap.row_ptr[r];
         }
         let mut fill: Vec<u32> = ap.row_ptr[..rows].to_vec();
         ap.entries.clear();
         ap.entries.resize(a * batch, (0, 0));
-        for (slot, &i) in members.iter().enumerate() {
-            let (perm, key) = &mut ap.perms[i];
-            let range = self.batch_range(next[i], perm, key);
-            for (p, &r) in perm[range].iter().enumerate() {
+        for ((slot, &i), range) in members.iter().enumerate().zip(ranges) {
+            for (p, &r) in ap.perms[i].0[range].iter().enumerate() {
                 let f = &mut fill[r as usize];
                 ap.entries[*f as usize] = (slot as u32, p as u32);
                 *f += 1;
@@ -87,16 +89,22 @@ impl Mlr {
         ap.pos_loss.clear();
         ap.pos_loss.resize(a * batch, 0.0);
 
-        // The full pass, as `full_pass` makes it.
+        // The full pass, keeping each slot's minibatch rows' deltas and losses.
         self.stack(members.iter().map(|&i| &states[i]), a, &mut ws.w_stack);
         ws.losses.clear();
         ws.losses.resize(a, 0.0);
         self.ensure_scratch(a, ws);
-        let (width, zs) = (padded_width(a, c), stride(a, c));
-        for (ci, chunk) in self.all_rows.chunks(CHUNK).enumerate() {
-            block_forward(&self.full, ci, &ws.w_stack, width, &mut ws.block_logits, zs);
+        let zs = stride(a, c);
+        let MlrWorkspace {
+            w_stack,
+            block_logits,
+            scratch,
+            losses,
+            ..
+        } = ws;
+        self.full_chunks(a, w_stack, block_logits, |_, chunk, block_logits| {
             softmax_apart(
-                &ws.block_logits,
+                block_logits,
                 zs,
                 chunk,
                 &self.data.y,
@@ -105,12 +113,12 @@ impl Mlr {
                 &ap.row_ptr,
                 &ap.entries,
                 batch,
-                &mut ws.scratch,
-                &mut ws.losses,
+                scratch,
+                losses,
                 &mut ap.delta,
                 &mut ap.pos_loss,
             );
-        }
+        });
         ap.batch_loss.clear();
         ap.batch_loss.extend(
             ap.pos_loss

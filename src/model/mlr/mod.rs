@@ -252,6 +252,27 @@ impl Mlr {
         }
     }
 
+    /// The forward product of the full data at the width of `a` stacked
+    /// members (`w_stack`), chunk by chunk of [`CHUNK`] rows in index order:
+    /// `each(chunk index, the chunk's rows, their logits)` consumes each
+    /// chunk's logits (`stride(a, classes)` per row) before the next chunk
+    /// overwrites them. The metric passes ([`Mlr::full_pass`], the side-by-side
+    /// unperturbed runs' pass in `apart.rs`) differ only in `each`.
+    pub(super) fn full_chunks(
+        &self,
+        a: usize,
+        w_stack: &[f32],
+        block_logits: &mut Vec<f32>,
+        mut each: impl FnMut(usize, &[u32], &[f32]),
+    ) {
+        let c = self.data.classes;
+        let (width, zs) = (padded_width(a, c), stride(a, c));
+        for (ci, chunk) in self.all_rows.chunks(CHUNK).enumerate() {
+            block_forward(&self.full, ci, w_stack, width, block_logits, zs);
+            each(ci, chunk, block_logits);
+        }
+    }
+
     /// A full-data forward pass of `a` stacked members (`ws.w_stack`), rows
     /// in index order: adds each row's computed loss to `ws.losses` (per
     /// member, in row order); with `batch`, also writes the softmax deltas of
@@ -287,8 +308,7 @@ impl Mlr {
             k.resize(self.data.rows * width, 0.0);
         }
         let mut pos = [u32::MAX; CHUNK];
-        for (ci, chunk) in self.all_rows.chunks(CHUNK).enumerate() {
-            block_forward(&self.full, ci, w_stack, width, block_logits, zs);
+        self.full_chunks(a, w_stack, block_logits, |ci, chunk, block_logits| {
             if let Some(k) = keep.as_deref_mut() {
                 for o in 0..chunk.len() {
                     let at = (ci * CHUNK + o) * width;
@@ -316,7 +336,7 @@ impl Mlr {
                 delta,
                 pos_loss,
             );
-        }
+        });
         if batch {
             sum_positions(&ws.pos_loss, a, &mut ws.batch_loss);
         }
