@@ -262,7 +262,7 @@ impl Mlr {
         &self,
         a: usize,
         w_stack: &[f32],
-        block_logits: &mut Vec<f32>,
+        block_logits: &mut [f32],
         mut each: impl FnMut(usize, &[u32], &[f32]),
     ) {
         let c = self.data.classes;
