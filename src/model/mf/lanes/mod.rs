@@ -236,14 +236,16 @@ fn half_step_p<S: Simd, const P: usize>(
     let per = P * P + P;
     let zero = V::splat(0.0);
     if block > 0 {
+        // Every row's system, then room for one dual-form solve.
         scratch.clear();
-        scratch.resize(rows * per, zero);
+        scratch.resize(rows * per + per, zero);
+        let (systems, dual) = scratch.split_at_mut(rows * per);
         cursor.clear();
         cursor.extend_from_slice(&ptr[..rows]);
         let mut start = 0;
         while start < other_rows {
             let end = (start + block).min(other_rows) as u32;
-            for (i, sys) in scratch.chunks_exact_mut(per).enumerate() {
+            for (i, sys) in systems.chunks_exact_mut(per).enumerate() {
                 let lo = cursor[i];
                 let hi = lo + idx[lo..ptr[i + 1]].partition_point(|&k| k < end);
                 // Rows solved in the dual form keep a zero system here.
@@ -255,21 +257,12 @@ fn half_step_p<S: Simd, const P: usize>(
             }
             start = end as usize;
         }
-        finish_all::<S, P>(lambda, scratch, out, |n| n);
-        let mut dual = vec![zero; per];
+        finish_all::<S, P>(lambda, systems, out, |n| n);
         for i in 0..rows {
             let rg = ptr[i]..ptr[i + 1];
             if super::single::uses_dual(rg.len(), P) {
                 let o = &mut out[i * P..(i + 1) * P];
-                solve_dual::<S>(
-                    P,
-                    lambda,
-                    &idx[rg.clone()],
-                    &values[rg],
-                    other,
-                    o,
-                    &mut dual,
-                );
+                solve_dual::<S>(P, lambda, &idx[rg.clone()], &values[rg], other, o, dual);
             }
         }
     } else {
