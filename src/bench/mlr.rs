@@ -141,7 +141,8 @@ impl HotKernel for Regroup {
     fn describe(&self) -> String {
         format!(
             "regroup a scattered {BATCH}-example minibatch by chunk and feature group; \
-             bytes: each row's entries read once (2 + 16 bytes) and written once (1 + 16)"
+             bytes: each row's entries read once (a 2-byte group and its values: 4 bytes for \
+             MNIST's integer pixels, 16 for other data) and written once (1 + 16)"
         )
     }
     fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
@@ -168,7 +169,7 @@ impl Prepared for RegroupRun {
         Work {
             units: self.b.positions as f64,
             flops: 0.0,
-            bytes: entries * (18.0 + 17.0),
+            bytes: entries * (self.groups.entry_bytes() + 17) as f64,
         }
     }
 }

@@ -53,11 +53,49 @@ pub(crate) struct RowGroups {
     /// Group of each entry.
     group: Vec<u16>,
     /// Values of each entry (zeros where the row has none).
-    val: Vec<[f32; GROUP]>,
+    val: GroupValues,
     /// Non-zeros of each row.
     nnz: Vec<u32>,
     /// ⌈features / GROUP⌉.
     groups: usize,
+}
+
+/// The values of a [`RowGroups`]' entries. Data whose every value is an
+/// integer in 0..=255 (MNIST's raw pixels) keeps them as bytes: a quarter
+/// of the bytes that regrouping a minibatch reads from scattered rows, and
+/// each byte converts to exactly the `f32` it stands for, so the products'
+/// bits do not change.
+#[derive(Clone, Debug)]
+enum GroupValues {
+    /// Every value an integer in 0..=255.
+    Bytes(Vec<[u8; GROUP]>),
+    /// Any other values.
+    Floats(Vec<[f32; GROUP]>),
+}
+
+impl Default for GroupValues {
+    fn default() -> Self {
+        GroupValues::Floats(Vec::new())
+    }
+}
+
+/// One stored group of values, widened to the `f32`s the products use.
+trait GroupValue: Copy {
+    fn widen(self) -> [f32; GROUP];
+}
+
+impl GroupValue for [u8; GROUP] {
+    #[inline(always)]
+    fn widen(self) -> [f32; GROUP] {
+        self.map(f32::from)
+    }
+}
+
+impl GroupValue for [f32; GROUP] {
+    #[inline(always)]
+    fn widen(self) -> [f32; GROUP] {
+        self
+    }
 }
 
 impl RowGroups {
@@ -70,6 +108,7 @@ impl RowGroups {
             groups,
             ..RowGroups::default()
         };
+        let mut val: Vec<[f32; GROUP]> = Vec::new();
         rg.ptr.push(0);
         for r in 0..x.rows {
             let (cols, vals) = x.row(r);
@@ -78,21 +117,37 @@ impl RowGroups {
                 let (g, q) = (j as usize / GROUP, j as usize % GROUP);
                 if g != prev {
                     rg.group.push(g as u16);
-                    rg.val.push([0.0; GROUP]);
+                    val.push([0.0; GROUP]);
                     prev = g;
                 }
-                rg.val.last_mut().expect("pushed above")[q] = v;
+                val.last_mut().expect("pushed above")[q] = v;
             }
             rg.ptr.push(rg.group.len() as u32);
             rg.nnz.push(cols.len() as u32);
         }
+        // `to_bits` equality: -0.0 stays a float (its sign would be lost).
+        let byte =
+            |v: f32| (0.0..=255.0).contains(&v) && f32::from(v as u8).to_bits() == v.to_bits();
+        rg.val = if val.iter().flatten().all(|&v| byte(v)) {
+            GroupValues::Bytes(val.iter().map(|g| g.map(|v| v as u8)).collect())
+        } else {
+            GroupValues::Floats(val)
+        };
         rg
+    }
+
+    /// Bytes each stored entry takes (its group and its values).
+    pub(crate) fn entry_bytes(&self) -> usize {
+        2 + match &self.val {
+            GroupValues::Bytes(_) => GROUP,
+            GroupValues::Floats(_) => 4 * GROUP,
+        }
     }
 }
 
 /// Rows of a [`Csr`] (a list, e.g. a minibatch in batch order, or all rows)
 /// regrouped by chunk and feature group.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct BlockCsc {
     /// Number of rows listed (positions).
     pub(crate) positions: usize,
@@ -123,6 +178,14 @@ impl BlockCsc {
 
     /// [`BlockCsc::build`] into existing buffers.
     pub(crate) fn rebuild(&mut self, rg: &RowGroups, rows: &[u32]) {
+        match &rg.val {
+            GroupValues::Bytes(val) => self.rebuild_from(rg, val, rows),
+            GroupValues::Floats(val) => self.rebuild_from(rg, val, rows),
+        }
+    }
+
+    /// [`BlockCsc::rebuild`] with `rg`'s values `val` in their stored type.
+    fn rebuild_from<V: GroupValue>(&mut self, rg: &RowGroups, val: &[V], rows: &[u32]) {
         let groups = rg.groups;
         self.positions = rows.len();
         self.groups = groups;
@@ -144,7 +207,7 @@ impl BlockCsc {
             if let Some(&r) = rows.get(i + AHEAD) {
                 let e = rg.ptr[r as usize] as usize..rg.ptr[r as usize + 1] as usize;
                 crate::simd::prefetch(&rg.group[e.clone()]);
-                crate::simd::prefetch(&rg.val[e]);
+                crate::simd::prefetch(&val[e]);
             }
             if let Some(&r) = rows.get(i + 2 * AHEAD) {
                 crate::simd::prefetch(&rg.ptr[r as usize..r as usize + 2]);
@@ -158,7 +221,7 @@ impl BlockCsc {
             let r = r as usize;
             let e = rg.ptr[r] as usize..rg.ptr[r + 1] as usize;
             crate::simd::prefetch(&rg.group[e.clone()]);
-            crate::simd::prefetch(&rg.val[e]);
+            crate::simd::prefetch(&val[e]);
         }
         let mut nnz = 0;
         for (ci, chunk) in rows.chunks(CHUNK).enumerate() {
@@ -188,11 +251,11 @@ impl BlockCsc {
             for (p, &r) in chunk.iter().enumerate() {
                 let r = r as usize;
                 let e = rg.ptr[r] as usize..rg.ptr[r + 1] as usize;
-                for (&g, v) in rg.group[e.clone()].iter().zip(&rg.val[e]) {
+                for (&g, &v) in rg.group[e.clone()].iter().zip(&val[e]) {
                     let slot = next[g as usize] as usize;
                     next[g as usize] += 1;
                     self.entry_pos[slot] = p as u8;
-                    self.entry_val[slot] = *v;
+                    self.entry_val[slot] = v.widen();
                 }
                 nnz += rg.nnz[r] as usize;
             }
@@ -599,6 +662,55 @@ mod tests {
         }
         for i in 0..pf * width {
             assert_eq!(g[i].to_bits(), g_ref[i].to_bits(), "chunked gradient {i}");
+        }
+    }
+
+    #[test]
+    fn byte_valued_data_regroups_to_the_same_floats() {
+        // Integer pixels 0..=255 (and zeros) are kept as bytes.
+        let (rows, cols) = (200, 37);
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                if (i * 7919) % 5 < 3 {
+                    0.0
+                } else {
+                    ((i * 31) % 256) as f32
+                }
+            })
+            .collect();
+        let csr = Csr::from_dense(&x, rows, cols);
+        let bytes = RowGroups::of(&csr);
+        assert!(matches!(bytes.val, GroupValues::Bytes(_)));
+        assert_eq!(bytes.entry_bytes(), 2 + GROUP);
+        let floats = RowGroups {
+            val: match &bytes.val {
+                GroupValues::Bytes(v) => GroupValues::Floats(v.iter().map(|g| g.widen()).collect()),
+                GroupValues::Floats(_) => unreachable!("checked above"),
+            },
+            ..bytes.clone()
+        };
+        let list: Vec<u32> = (0..rows as u32)
+            .rev()
+            .step_by(3)
+            .chain([5, 11, 0])
+            .collect();
+        let (b, f) = (
+            BlockCsc::build(&bytes, &list),
+            BlockCsc::build(&floats, &list),
+        );
+        assert_eq!(b, f);
+        assert_eq!(
+            b.nnz,
+            list.iter()
+                .map(|&r| csr.row(r as usize).0.len())
+                .sum::<usize>()
+        );
+        // A value off the byte grid (or negative) keeps the data as floats.
+        for odd in [0.5f32, -1.0, 256.0] {
+            let mut y = x.clone();
+            y[1] = odd;
+            let rg = RowGroups::of(&Csr::from_dense(&y, rows, cols));
+            assert!(matches!(rg.val, GroupValues::Floats(_)), "{odd}");
         }
     }
 }
