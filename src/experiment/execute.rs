@@ -102,6 +102,47 @@ pub(crate) struct ShardManifest {
     pub(crate) journal_checksum: String,
 }
 
+/// The run's journal at `journal_path`: with `--resume`, the one an
+/// interrupted run of the same `header` left (and its finished units), else
+/// a fresh one (an error creating it passes through `create_failed`).
+fn open_journal(
+    journal_path: &std::path::Path,
+    header: &JournalHeader,
+    exec: &Execution<'_>,
+    create_failed: impl FnOnce(anyhow::Error) -> anyhow::Error,
+) -> Result<(Journal, Records)> {
+    let existing = std::fs::symlink_metadata(journal_path).is_ok();
+    Ok(if exec.resume && existing {
+        let (h, records, dropped) = Journal::read(journal_path, true)?;
+        if h != *header {
+            bail!(
+                "{} belongs to a different run (scenario, options, seed, shard or program version differ); \
+                 delete it or run without --resume",
+                journal_path.display()
+            );
+        }
+        if dropped > 0 {
+            (exec.log)(&format!(
+                "dropped {dropped} torn or corrupt journal line(s); those units will be recomputed"
+            ));
+        }
+        (exec.log)(&format!(
+            "resuming with {} units already done",
+            records.len()
+        ));
+        (Journal::append_to(journal_path)?, records)
+    } else {
+        if exec.resume {
+            (exec.log)(&format!(
+                "no journal at {}; starting from the beginning",
+                journal_path.display()
+            ));
+        }
+        let journal = Journal::create(journal_path, header).map_err(create_failed)?;
+        (journal, Records::new())
+    })
+}
+
 /// Runs `scenario` into `<out>/<name>/` (or its shard folder), journalling
 /// every finished unit, and writes the results atomically.
 pub(crate) fn execute(
@@ -140,42 +181,11 @@ pub(crate) fn execute(
             "removed {stale} temporary file(s) left by a process that stopped while writing"
         ));
     }
-    let existing = std::fs::symlink_metadata(&journal_path).is_ok();
-    let (journal, resumed) = if exec.resume && existing {
-        let (h, records, dropped) = Journal::read(&journal_path, true)?;
-        if h != header {
-            bail!(
-                "{} belongs to a different run (scenario, options, seed, shard or program version differ); \
-                 delete it or run without --resume",
-                journal_path.display()
-            );
-        }
-        if dropped > 0 {
-            (exec.log)(&format!(
-                "dropped {dropped} torn or corrupt journal line(s); those units will be recomputed"
-            ));
-        }
-        (exec.log)(&format!(
-            "resuming with {} units already done",
-            records.len()
-        ));
-        (Journal::append_to(&journal_path)?, records)
-    } else {
-        if exec.resume {
-            (exec.log)(&format!(
-                "no journal at {}; starting from the beginning",
-                journal_path.display()
-            ));
-        }
-        match Journal::create(&journal_path, &header) {
-            Ok(j) => (j, Records::new()),
-            Err(e) => {
-                // A full disk at the start: leave no empty folder behind.
-                created.remove_empty();
-                return Err(e.context(format!("scenario `{name}` ({})", origin.label)));
-            }
-        }
-    };
+    let (journal, resumed) = open_journal(&journal_path, &header, exec, |e| {
+        // A full disk at the start: leave no empty folder behind.
+        created.remove_empty();
+        e.context(format!("scenario `{name}` ({})", origin.label))
+    })?;
     let resumed_count = resumed.len();
     let driver = Driver::new(exec.shard, resumed, Some(journal), progress, exec.cancel);
     let raw = match super::run_raw(scenario, opts, cache, &driver) {
@@ -360,34 +370,10 @@ pub(crate) struct Merged {
     pub(crate) dir: PathBuf,
 }
 
-/// Combines the shard folders `dirs` (every shard of one sharded run) into
-/// exactly the files an unsharded run writes, in `<out>/<scenario>/`. With
-/// `expect_fingerprint`, the shards must have run with that fingerprint
-/// (scenario, trials, seed, data options and program version).
-pub(crate) fn merge_shards(
-    dirs: &[PathBuf],
-    out: &std::path::Path,
-    expect_fingerprint: Option<&str>,
-) -> Result<Merged> {
-    if dirs.is_empty() {
-        bail!("no shard folders to merge");
-    }
-    let started = Instant::now();
-    let mut shards: Vec<(PathBuf, ShardManifest, Records)> = Vec::new();
-    for dir in dirs {
-        let (m, records) = read_shard(dir)?;
-        shards.push((dir.clone(), m, records));
-    }
+/// Every shard of `shards` ran the same scenario, seed, options and program
+/// version as the first; else an error naming the first difference.
+fn check_same_run(shards: &[(PathBuf, ShardManifest, Records)]) -> Result<()> {
     let (first_dir, first, _) = &shards[0];
-    if let Some(want) = expect_fingerprint
-        && first.fingerprint != want
-    {
-        bail!(
-            "{}: the shard ran with other inputs (program version, scenario, trials, seed or data \
-             differ from this run's); re-run the shards with the same options",
-            first_dir.display()
-        );
-    }
     for (dir, m, _) in &shards[1..] {
         let what = if m.scenario != first.scenario {
             Some(format!("scenario `{}` vs `{}`", m.scenario, first.scenario))
@@ -423,8 +409,13 @@ pub(crate) fn merge_shards(
             );
         }
     }
-    // Rebuild the scenario exactly as the shards ran it, and check that the
-    // shards describe it: its name, unit count and fingerprint.
+    Ok(())
+}
+
+/// The scenario exactly as the shards ran it (from the first shard's
+/// manifest `first`, in `first_dir`), checked against what the manifest says
+/// of it: its name, unit count and fingerprint.
+fn rebuild_scenario(first_dir: &std::path::Path, first: &ShardManifest) -> Result<Scenario> {
     let mut sc = crate::scenario::parse(&first.scenario_toml, &first.source)?;
     sc.override_trials_and_seed(Some(first.trials), Some(first.seed))?;
     let footprint = super::budget::check(&sc)?;
@@ -454,8 +445,18 @@ pub(crate) fn merge_shards(
             "the shards were written by a different scenario definition or program version; re-run them"
         );
     }
-    let names = super::unit_names(&sc);
-    let mut seen_shard = vec![None; first.shard.count];
+    Ok(sc)
+}
+
+/// Every unit's record from the shard that owns it, checking that each of
+/// the `names.len()` units is in exactly one shard and each shard is given
+/// once.
+fn collect_units(
+    shards: &[(PathBuf, ShardManifest, Records)],
+    names: &[String],
+) -> Result<Records> {
+    let count = shards[0].1.shard.count;
+    let mut seen_shard = vec![None; count];
     let mut owner: Vec<Option<usize>> = vec![None; names.len()];
     let mut records = Records::new();
     for (i, (dir, m, recs)) in shards.iter().enumerate() {
@@ -498,7 +499,7 @@ pub(crate) fn merge_shards(
         .iter()
         .enumerate()
         .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| format!("{i}/{}", first.shard.count))
+        .map(|(i, _)| format!("{i}/{count}"))
         .collect();
     if !missing_shards.is_empty() {
         bail!(
@@ -522,6 +523,41 @@ pub(crate) fn merge_shards(
                 .join("; ")
         );
     }
+    Ok(records)
+}
+
+/// Combines the shard folders `dirs` (every shard of one sharded run) into
+/// exactly the files an unsharded run writes, in `<out>/<scenario>/`. With
+/// `expect_fingerprint`, the shards must have run with that fingerprint
+/// (scenario, trials, seed, data options and program version).
+pub(crate) fn merge_shards(
+    dirs: &[PathBuf],
+    out: &std::path::Path,
+    expect_fingerprint: Option<&str>,
+) -> Result<Merged> {
+    if dirs.is_empty() {
+        bail!("no shard folders to merge");
+    }
+    let started = Instant::now();
+    let mut shards: Vec<(PathBuf, ShardManifest, Records)> = Vec::new();
+    for dir in dirs {
+        let (m, records) = read_shard(dir)?;
+        shards.push((dir.clone(), m, records));
+    }
+    let (first_dir, first, _) = &shards[0];
+    if let Some(want) = expect_fingerprint
+        && first.fingerprint != want
+    {
+        bail!(
+            "{}: the shard ran with other inputs (program version, scenario, trials, seed or data \
+             differ from this run's); re-run the shards with the same options",
+            first_dir.display()
+        );
+    }
+    check_same_run(&shards)?;
+    let sc = rebuild_scenario(first_dir, first)?;
+    let names = super::unit_names(&sc);
+    let records = collect_units(&shards, &names)?;
     let raw = super::RawResult {
         context: first.context.clone(),
         records,

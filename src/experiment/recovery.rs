@@ -169,15 +169,8 @@ impl ModelVisitor for RecoveryVisitor<'_> {
 
     fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
-        let trials = sc.meta.trials;
         let convergence = convergence_for(model, sc, data);
-        let baselines: Vec<Baseline<M::State>> = match sc.data_order {
-            DataOrderMode::Shared => vec![run_baseline(model, &convergence, run_seed(sc, 0))?],
-            DataOrderMode::PerTrial => {
-                let seeds: Vec<u64> = (0..trials).map(|t| run_seed(sc, t)).collect();
-                run_baselines(model, &convergence, &seeds)?
-            }
-        };
+        let baselines = baselines_for(model, sc, &convergence)?;
         let baseline_index = |t: usize| baseline_index(sc, t);
         let points = sc.points();
         check_failure_times(&points, &baselines)?;
@@ -198,22 +191,19 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         // Every unit's random draws (resumed units' too: their keys offer
         // their outcomes to other scenarios), then one representative per set
         // of units with the same `TrialKey`: only representatives are run.
-        let prepared: Vec<Option<Prepared>> = {
-            let mut v: Vec<Option<Prepared>> = (0..units.len()).map(|_| None).collect();
-            for &u in &mine {
-                let (pi, t) = units[u];
-                let b = &baselines[baseline_index(t)];
-                v[u] = Some(prepare(
-                    b.iterations(),
-                    &points[pi],
-                    sc.ps_nodes,
-                    blocks,
-                    seed,
-                    t,
-                ));
-            }
-            v
-        };
+        let mut prepared: Vec<Option<Prepared>> = (0..units.len()).map(|_| None).collect();
+        for &u in &mine {
+            let (pi, t) = units[u];
+            let b = &baselines[baseline_index(t)];
+            prepared[u] = Some(prepare(
+                b.iterations(),
+                &points[pi],
+                sc.ps_nodes,
+                blocks,
+                seed,
+                t,
+            ));
+        }
         let prep = |u: usize| {
             prepared[u]
                 .as_ref()
@@ -262,17 +252,12 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             self.driver.finished(&taken)?;
             self.driver.shared_across(taken.len());
         }
-        // Cohorts: runs of units that fork from the same unperturbed run,
-        // ordered by failure iteration so that the members of a cohort join
-        // it at nearby iterations and step together for most of their runs
-        // (a trial's outcome does not depend on its cohort).
-        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines.len()];
-        for &u in &representatives {
-            groups[baseline_index(units[u].1)].push(u);
-        }
-        for g in &mut groups {
-            g.sort_by_key(|&u| (prep(u).failure_iteration, u));
-        }
+        let groups = cohort_groups(
+            &representatives,
+            baselines.len(),
+            |u| baseline_index(units[u].1),
+            |u| prep(u).failure_iteration,
+        );
         let size = model.cohort_size().max(1);
         let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
         let driver = self.driver;
@@ -300,19 +285,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 ) else {
                     return Ok(None);
                 };
-                let mut computed = Vec::with_capacity(cohort.len());
-                for (&u, o) in cohort.iter().zip(outcomes) {
-                    for &f in &followers[u] {
-                        computed.push((
-                            f,
-                            TrialOutcome {
-                                lost_blocks: prep(f).lost.len(),
-                                ..o
-                            },
-                        ));
-                    }
-                    computed.push((u, o));
-                }
+                let computed = with_followers(cohort, outcomes, &followers, |f| prep(f).lost.len());
                 if let Some(share) = &across {
                     share.store(computed.iter().copied());
                 }
@@ -333,6 +306,68 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             records,
         })
     }
+}
+
+/// The unperturbed runs of `sc`: one for a shared data order, one per trial
+/// (its own order) for a per-trial one.
+fn baselines_for<M: Model>(
+    model: &M,
+    sc: &RecoveryScenario,
+    convergence: &Convergence,
+) -> Result<Vec<Baseline<M::State>>> {
+    Ok(match sc.data_order {
+        DataOrderMode::Shared => vec![run_baseline(model, convergence, run_seed(sc, 0))?],
+        DataOrderMode::PerTrial => {
+            let seeds: Vec<u64> = (0..sc.meta.trials).map(|t| run_seed(sc, t)).collect();
+            run_baselines(model, convergence, &seeds)?
+        }
+    })
+}
+
+/// The units to run, grouped by the unperturbed run they fork from
+/// (`baseline_of`, below `baselines`) and ordered by failure iteration, so
+/// that the members of a cohort cut from a group join it at nearby
+/// iterations and step together for most of their runs (a trial's outcome
+/// does not depend on its cohort).
+fn cohort_groups(
+    units: &[usize],
+    baselines: usize,
+    baseline_of: impl Fn(usize) -> usize,
+    failure_iteration: impl Fn(usize) -> usize,
+) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); baselines];
+    for &u in units {
+        groups[baseline_of(u)].push(u);
+    }
+    for g in &mut groups {
+        g.sort_by_key(|&u| (failure_iteration(u), u));
+    }
+    groups
+}
+
+/// The outcomes of a cohort's representatives, each followed by the same
+/// outcome for the units that share its `TrialKey` (`followers`), with
+/// their own count of lost blocks.
+fn with_followers(
+    cohort: &[usize],
+    outcomes: Vec<TrialOutcome>,
+    followers: &[Vec<usize>],
+    lost_blocks: impl Fn(usize) -> usize,
+) -> Vec<(usize, TrialOutcome)> {
+    let mut computed = Vec::with_capacity(cohort.len());
+    for (&u, o) in cohort.iter().zip(outcomes) {
+        for &f in &followers[u] {
+            computed.push((
+                f,
+                TrialOutcome {
+                    lost_blocks: lost_blocks(f),
+                    ..o
+                },
+            ));
+        }
+        computed.push((u, o));
+    }
+    computed
 }
 
 /// The convergence test a run of `scenario` uses on `data`: the scenario's

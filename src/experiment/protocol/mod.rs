@@ -34,8 +34,8 @@ use crate::model::gradient::{
 use crate::report::columns::protocol::{
     CurveRow, StalenessRow, TrainingSummaryRow, TrainingTrialRow, UpdateRow,
 };
-use crate::report::fmt_f64;
 use crate::report::row::Row;
+use crate::report::{Table, fmt_f64};
 use crate::rng::run_seed;
 use crate::scenario::protocol::{Measure, Point, ProtocolScenario, TrainingConfig};
 use crate::stats::Summary;
@@ -478,6 +478,175 @@ fn floor_theory(
     )
 }
 
+/// The summary row of point `p` from its trials `rs` (final loss, error
+/// floor and its theory, means of the run statistics).
+fn summary_row(
+    sc: &ProtocolScenario,
+    tc: &TrainingConfig,
+    p: &Point,
+    rs: &[TrainingTrial],
+    ctx: &TrainingContext,
+) -> TrainingSummaryRow {
+    let series = &sc.series[p.series];
+    let protocol = series.protocol.name();
+    let final_loss: Vec<f64> = rs
+        .iter()
+        .map(|r| r.grid_loss.last().copied().unwrap_or(f64::NAN))
+        .collect();
+    let s = Summary::of(&final_loss);
+    let floors: Vec<f64> = rs.iter().map(|r| r.floor).collect();
+    let f = Summary::of(&floors);
+    let (exact, bound) = floor_theory(sc, tc, p, ctx);
+    let mean_of =
+        |g: &dyn Fn(&TrainingTrial) -> f64| rs.iter().map(g).sum::<f64>() / rs.len().max(1) as f64;
+    let sa = series.staleness_aware;
+    TrainingSummaryRow {
+        scenario: sc.meta.name.clone(),
+        series: p.label.clone(),
+        protocol,
+        x_name: "k",
+        x: p.k,
+        metric: "final_loss",
+        workers: p.workers,
+        k: p.k,
+        k_schedule: p.describe_k(),
+        staleness_aware_c: sa.map(|s| s.c),
+        staleness_aware_eta_max: sa.map(|s| s.eta_max),
+        trials: s.n,
+        mean: s.mean,
+        std: s.std,
+        ci95_low: s.ci95_low,
+        ci95_high: s.ci95_high,
+        floor_mean: f.mean,
+        floor_ci95_low: f.ci95_low,
+        floor_ci95_high: f.ci95_high,
+        floor_theory_exact: exact,
+        floor_paper_bound: bound,
+        updates: mean_of(&|r| r.stats.updates as f64),
+        time_per_update: mean_of(&|r| r.last_update_time / r.stats.updates.max(1) as f64),
+        mean_staleness: mean_of(&|r| r.staleness_mean),
+        max_staleness: rs.iter().map(|r| r.staleness_max).max().unwrap_or(0),
+        mean_learning_rate: mean_of(&|r| r.mean_rate),
+        mean_stale_distance2: mean_of(&|r| r.stale_distance2),
+        diverged: final_loss.iter().filter(|l| !l.is_finite()).count(),
+        model: ctx.name.clone(),
+        dataset: ctx.dataset.clone(),
+        data: ctx.data_label.clone(),
+        eta: tc.eta,
+        batch_size: ctx.batch_size,
+        horizon: tc.horizon,
+        compute_time: sc.compute_time.describe(),
+        communication_time: describe_comm(sc),
+    }
+}
+
+/// Point `p`'s mean loss curve over the time `grid`, with its CIs.
+fn add_curve(
+    curve: &mut Table,
+    sc: &ProtocolScenario,
+    p: &Point,
+    rs: &[TrainingTrial],
+    grid: &[f64],
+) {
+    let protocol = sc.series[p.series].protocol.name();
+    for (gi, &g) in grid.iter().enumerate() {
+        let v: Vec<f64> = rs.iter().map(|r| r.grid_loss[gi]).collect();
+        let s = Summary::of(&v);
+        let u = rs.iter().map(|r| r.grid_updates[gi] as f64).sum::<f64>() / rs.len() as f64;
+        curve.add(&CurveRow {
+            scenario: sc.meta.name.clone(),
+            series: p.label.clone(),
+            protocol,
+            workers: p.workers,
+            k: p.k,
+            time: g,
+            trials: s.n,
+            mean: s.mean,
+            std: s.std,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            updates_mean: u,
+        });
+    }
+}
+
+/// Point `p`'s trial rows, and the update log of the trials that keep one.
+fn add_trials(
+    trial_table: &mut Table,
+    updates: &mut Table,
+    sc: &ProtocolScenario,
+    p: &Point,
+    rs: &[TrainingTrial],
+) {
+    let protocol = sc.series[p.series].protocol.name();
+    for (t, r) in rs.iter().enumerate() {
+        let st = &r.stats;
+        trial_table.add(&TrainingTrialRow {
+            series: p.label.clone(),
+            protocol,
+            workers: p.workers,
+            k: p.k,
+            trial: t,
+            final_loss: r.grid_loss.last().copied().unwrap_or(f64::NAN),
+            floor: r.floor,
+            updates: st.updates,
+            time_per_update: r.last_update_time / st.updates.max(1) as f64,
+            mean_staleness: r.staleness_mean,
+            max_staleness: r.staleness_max,
+            mean_learning_rate: r.mean_rate,
+            gradients: st.pushed,
+            cancelled: st.cancelled,
+            events: st.events,
+        });
+        let join = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(";");
+        for u in &r.log {
+            let n = u.staleness.len().max(1) as f64;
+            updates.add(&UpdateRow {
+                series: p.label.clone(),
+                workers: p.workers,
+                k: p.k,
+                trial: t,
+                update: u.version,
+                time: u.time,
+                gradients: u.workers.len(),
+                from_workers: join(&mut u.workers.iter().map(|w| w.to_string())),
+                staleness: join(&mut u.staleness.iter().map(|s| s.to_string())),
+                staleness_mean: u.staleness.iter().sum::<u64>() as f64 / n,
+                staleness_max: u.staleness.iter().max().copied().unwrap_or(0),
+                learning_rates: join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
+                stale_distance2: join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
+                loss: u.loss,
+            });
+        }
+    }
+}
+
+/// Point `p`'s staleness histogram over its trials.
+fn add_staleness(staleness: &mut Table, p: &Point, rs: &[TrainingTrial]) {
+    let buckets = staleness_buckets(p.workers);
+    let mut hist = vec![0u64; buckets];
+    for r in rs {
+        for (h, c) in hist.iter_mut().zip(&r.histogram) {
+            *h += c;
+        }
+    }
+    let total: u64 = hist.iter().sum();
+    for (s, &c) in hist.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        staleness.add(&StalenessRow {
+            series: p.label.clone(),
+            workers: p.workers,
+            k: p.k,
+            staleness: s,
+            or_more: s + 1 == buckets,
+            count: c,
+            fraction: c as f64 / total as f64,
+        });
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn training_tables(
     sc: &ProtocolScenario,
@@ -495,140 +664,11 @@ fn training_tables(
     let mut updates = UpdateRow::table();
     let mut staleness = StalenessRow::table();
     for (pi, p) in points.iter().enumerate() {
-        let series = &sc.series[p.series];
-        let protocol = series.protocol.name();
         let rs = by_point[pi];
-        let final_loss: Vec<f64> = rs
-            .iter()
-            .map(|r| r.grid_loss.last().copied().unwrap_or(f64::NAN))
-            .collect();
-        let s = Summary::of(&final_loss);
-        let floors: Vec<f64> = rs.iter().map(|r| r.floor).collect();
-        let f = Summary::of(&floors);
-        let (exact, bound) = floor_theory(sc, tc, p, ctx);
-        let mean_of = |g: &dyn Fn(&TrainingTrial) -> f64| {
-            rs.iter().map(g).sum::<f64>() / rs.len().max(1) as f64
-        };
-        let sa = series.staleness_aware;
-        summary.add(&TrainingSummaryRow {
-            scenario: sc.meta.name.clone(),
-            series: p.label.clone(),
-            protocol,
-            x_name: "k",
-            x: p.k,
-            metric: "final_loss",
-            workers: p.workers,
-            k: p.k,
-            k_schedule: p.describe_k(),
-            staleness_aware_c: sa.map(|s| s.c),
-            staleness_aware_eta_max: sa.map(|s| s.eta_max),
-            trials: s.n,
-            mean: s.mean,
-            std: s.std,
-            ci95_low: s.ci95_low,
-            ci95_high: s.ci95_high,
-            floor_mean: f.mean,
-            floor_ci95_low: f.ci95_low,
-            floor_ci95_high: f.ci95_high,
-            floor_theory_exact: exact,
-            floor_paper_bound: bound,
-            updates: mean_of(&|r| r.stats.updates as f64),
-            time_per_update: mean_of(&|r| r.last_update_time / r.stats.updates.max(1) as f64),
-            mean_staleness: mean_of(&|r| r.staleness_mean),
-            max_staleness: rs.iter().map(|r| r.staleness_max).max().unwrap_or(0),
-            mean_learning_rate: mean_of(&|r| r.mean_rate),
-            mean_stale_distance2: mean_of(&|r| r.stale_distance2),
-            diverged: final_loss.iter().filter(|l| !l.is_finite()).count(),
-            model: ctx.name.clone(),
-            dataset: ctx.dataset.clone(),
-            data: ctx.data_label.clone(),
-            eta: tc.eta,
-            batch_size: ctx.batch_size,
-            horizon: tc.horizon,
-            compute_time: sc.compute_time.describe(),
-            communication_time: describe_comm(sc),
-        });
-        for (gi, &g) in grid.iter().enumerate() {
-            let v: Vec<f64> = rs.iter().map(|r| r.grid_loss[gi]).collect();
-            let s = Summary::of(&v);
-            let u = rs.iter().map(|r| r.grid_updates[gi] as f64).sum::<f64>() / rs.len() as f64;
-            curve.add(&CurveRow {
-                scenario: sc.meta.name.clone(),
-                series: p.label.clone(),
-                protocol,
-                workers: p.workers,
-                k: p.k,
-                time: g,
-                trials: s.n,
-                mean: s.mean,
-                std: s.std,
-                ci95_low: s.ci95_low,
-                ci95_high: s.ci95_high,
-                updates_mean: u,
-            });
-        }
-        for (t, r) in rs.iter().enumerate() {
-            let st = &r.stats;
-            trial_table.add(&TrainingTrialRow {
-                series: p.label.clone(),
-                protocol,
-                workers: p.workers,
-                k: p.k,
-                trial: t,
-                final_loss: final_loss[t],
-                floor: r.floor,
-                updates: st.updates,
-                time_per_update: r.last_update_time / st.updates.max(1) as f64,
-                mean_staleness: r.staleness_mean,
-                max_staleness: r.staleness_max,
-                mean_learning_rate: r.mean_rate,
-                gradients: st.pushed,
-                cancelled: st.cancelled,
-                events: st.events,
-            });
-            let join = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(";");
-            for u in &r.log {
-                let n = u.staleness.len().max(1) as f64;
-                updates.add(&UpdateRow {
-                    series: p.label.clone(),
-                    workers: p.workers,
-                    k: p.k,
-                    trial: t,
-                    update: u.version,
-                    time: u.time,
-                    gradients: u.workers.len(),
-                    from_workers: join(&mut u.workers.iter().map(|w| w.to_string())),
-                    staleness: join(&mut u.staleness.iter().map(|s| s.to_string())),
-                    staleness_mean: u.staleness.iter().sum::<u64>() as f64 / n,
-                    staleness_max: u.staleness.iter().max().copied().unwrap_or(0),
-                    learning_rates: join(&mut u.rates.iter().map(|r| fmt_f64(*r))),
-                    stale_distance2: join(&mut u.distances2.iter().map(|d| fmt_f64(*d))),
-                    loss: u.loss,
-                });
-            }
-        }
-        let buckets = staleness_buckets(p.workers);
-        let mut hist = vec![0u64; buckets];
-        for r in rs {
-            for (h, c) in hist.iter_mut().zip(&r.histogram) {
-                *h += c;
-            }
-        }
-        let total: u64 = hist.iter().sum();
-        for (s, &c) in hist.iter().enumerate() {
-            if c == 0 {
-                continue;
-            }
-            staleness.add(&StalenessRow {
-                series: p.label.clone(),
-                workers: p.workers,
-                k: p.k,
-                staleness: s,
-                or_more: s + 1 == buckets,
-                count: c,
-                fraction: c as f64 / total as f64,
-            });
-        }
+        summary.add(&summary_row(sc, tc, p, rs, ctx));
+        add_curve(&mut curve, sc, p, rs, grid);
+        add_trials(&mut trial_table, &mut updates, sc, p, rs);
+        add_staleness(&mut staleness, p, rs);
     }
     let events: u64 = results.iter().map(|r| r.stats.events).sum();
     let gradients: u64 = results.iter().map(|r| r.stats.pushed).sum();

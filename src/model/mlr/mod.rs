@@ -40,14 +40,14 @@ use std::sync::Arc;
 use super::kernels::block::CHUNK;
 use super::kernels::{
     BlockCsc, Csr, RowGroups, block_forward, block_gradient, block_gradient_chunk,
-    softmax_cross_entropy,
 };
 use super::{Check, IterCtx, Model, ModelInfo};
 use crate::data::Classification;
 pub(crate) use bound::Bound;
 use bound::{Anchor, Weights, gamma};
 use pass::{
-    SoftmaxScratch, fingerprint, padded_width, prints, softmax_chunk, stride, sum_positions,
+    RowDelta, SoftmaxScratch, fingerprint, padded_width, prints, softmax_chunk, stride,
+    sum_positions,
 };
 
 /// Hyper-parameters of MLR.
@@ -605,22 +605,16 @@ impl Model for Mlr {
             ws.batch_loss.clear();
             ws.batch_loss.push(0.0);
             let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
-            let sc = &mut ws.scratch;
             for (p, &r) in ws.perm[range].iter().enumerate() {
                 let r = r as usize;
-                sc.row_loss[0] = 0.0;
-                softmax_cross_entropy(
+                ws.scratch.row(
                     &ws.logits[r * width..r * width + c],
                     1,
                     c,
                     self.data.y[r] as usize,
-                    &mut sc.exps,
-                    &mut sc.maxv,
-                    &mut sc.sumv,
-                    &mut sc.row_loss,
-                    Some(&mut ws.delta[p * ds..p * ds + c]),
+                    &mut ws.batch_loss,
+                    RowDelta::Into(&mut ws.delta[p * ds..p * ds + c]),
                 );
-                ws.batch_loss[0] += sc.row_loss[0];
             }
             ws.prepared = Some(Prepared {
                 ctx,

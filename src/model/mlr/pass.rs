@@ -18,6 +18,51 @@ pub(super) struct SoftmaxScratch {
     pub(super) row_delta: Vec<f32>,
 }
 
+/// Where [`SoftmaxScratch::row`] writes a row's softmax deltas.
+pub(super) enum RowDelta<'a> {
+    /// Nowhere: the row is in no member's minibatch.
+    Skip,
+    /// Into the scratch's own `row_delta` (every member's, class-major).
+    Scratch,
+    /// Into this slice (`a · classes` values, class-major).
+    Into(&'a mut [f32]),
+}
+
+impl SoftmaxScratch {
+    /// The softmax cross-entropy of one row of `a` stacked members (logits
+    /// `zr`, class-major, label `label`): its loss per member into
+    /// `row_loss` and added to `losses`, its deltas where `delta` says. The
+    /// one row prologue of every pass (chunked, apart, single-run step).
+    #[inline(always)]
+    pub(super) fn row(
+        &mut self,
+        zr: &[f32],
+        a: usize,
+        c: usize,
+        label: usize,
+        losses: &mut [f64],
+        delta: RowDelta<'_>,
+    ) {
+        let SoftmaxScratch {
+            exps,
+            maxv,
+            sumv,
+            row_loss,
+            row_delta,
+        } = self;
+        row_loss.fill(0.0);
+        let d = match delta {
+            RowDelta::Skip => None,
+            RowDelta::Scratch => Some(&mut row_delta[..]),
+            RowDelta::Into(d) => Some(d),
+        };
+        softmax_cross_entropy(zr, a, c, label, exps, maxv, sumv, row_loss, d);
+        for (l, &v) in losses.iter_mut().zip(row_loss.iter()) {
+            *l += v;
+        }
+    }
+}
+
 crate::simd::kernel! {
     /// Losses and deltas of one chunk of a pass: for each row o of `rows`
     /// (logits `z[o·stride..]`, `a` members class-major), adds its computed
@@ -58,26 +103,13 @@ fn softmax_chunk_body(
 ) {
     for (o, (&r, &p)) in rows.iter().zip(pos).enumerate() {
         let zr = &z[o * stride..o * stride + a * c];
-        let label = y[r as usize] as usize;
-        sc.row_loss.fill(0.0);
-        let d = (p != u32::MAX).then(|| {
+        let d = if p == u32::MAX {
+            RowDelta::Skip
+        } else {
             let at = (p as usize - delta_base) * stride;
-            &mut delta[at..at + a * c]
-        });
-        softmax_cross_entropy(
-            zr,
-            a,
-            c,
-            label,
-            &mut sc.exps,
-            &mut sc.maxv,
-            &mut sc.sumv,
-            &mut sc.row_loss,
-            d,
-        );
-        for (l, &v) in losses.iter_mut().zip(sc.row_loss.iter()) {
-            *l += v;
-        }
+            RowDelta::Into(&mut delta[at..at + a * c])
+        };
+        sc.row(zr, a, c, y[r as usize] as usize, losses, d);
         if p != u32::MAX {
             pos_loss[p as usize * a..(p as usize + 1) * a].copy_from_slice(&sc.row_loss);
         }
@@ -174,24 +206,13 @@ fn softmax_apart_body(
     for (o, &r) in rows.iter().enumerate() {
         let r = r as usize;
         let zr = &z[o * stride..o * stride + a * c];
-        let label = y[r] as usize;
-        sc.row_loss.fill(0.0);
         let owners = &entries[row_ptr[r] as usize..row_ptr[r + 1] as usize];
-        let d = (!owners.is_empty()).then_some(&mut sc.row_delta[..]);
-        softmax_cross_entropy(
-            zr,
-            a,
-            c,
-            label,
-            &mut sc.exps,
-            &mut sc.maxv,
-            &mut sc.sumv,
-            &mut sc.row_loss,
-            d,
-        );
-        for (l, &v) in losses.iter_mut().zip(sc.row_loss.iter()) {
-            *l += v;
-        }
+        let d = if owners.is_empty() {
+            RowDelta::Skip
+        } else {
+            RowDelta::Scratch
+        };
+        sc.row(zr, a, c, y[r] as usize, losses, d);
         for &(s, p) in owners {
             let at = s as usize * batch + p as usize;
             for (k, d) in delta[at * c..(at + 1) * c].iter_mut().enumerate() {

@@ -88,6 +88,63 @@ fn log_axis(label: &str, lo: f64, hi: f64) -> Option<Axis> {
     Some(Axis::linear(label).log2().with_ticks(ticks))
 }
 
+/// The distinct iterations ℓ at which the summary's series perturb, and
+/// whether every series perturbs once at a fixed ℓ (else some perturb on a
+/// schedule, with an empty `perturbation_iteration`).
+fn perturbation_iterations(s: &Table, sfile: &str) -> Result<(Vec<usize>, bool)> {
+    let at = column(s, S.perturbation_iteration, sfile)?;
+    let mut iterations: Vec<usize> = Vec::new();
+    let mut once = true;
+    for (i, row) in s.rows.iter().enumerate() {
+        match row[at].trim() {
+            "" => once = false,
+            v => {
+                let l: usize = v.parse().with_context(|| {
+                    format!("{sfile} line {}: bad perturbation_iteration {v:?}", i + 2)
+                })?;
+                if !iterations.contains(&l) {
+                    iterations.push(l);
+                }
+            }
+        }
+    }
+    Ok((iterations, once))
+}
+
+/// Per series (in order of first appearance), its trials' (x, iteration
+/// cost) with x from column `x_col`, leaving out trials with no positive,
+/// finite x or no finite cost.
+fn measured_points(
+    t: &Table,
+    tfile: &str,
+    x_col: &str,
+) -> Result<(Vec<String>, Vec<Vec<(f64, f64)>>)> {
+    let (cs, cx, cy) = (
+        column(t, T.series, tfile)?,
+        column(t, x_col, tfile)?,
+        column(t, T.iteration_cost, tfile)?,
+    );
+    let mut names: Vec<String> = Vec::new();
+    let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
+    for (i, row) in t.rows.iter().enumerate() {
+        let x = number(&row[cx], x_col, tfile, i + 2)?;
+        let y = number(&row[cy], T.iteration_cost, tfile, i + 2)?;
+        if !(x > 0.0 && x.is_finite() && y.is_finite()) {
+            continue;
+        }
+        let k = match names.iter().position(|n| *n == row[cs]) {
+            Some(k) => k,
+            None => {
+                names.push(row[cs].clone());
+                points.push(Vec::new());
+                names.len() - 1
+            }
+        };
+        points[k].push((x, y));
+    }
+    Ok((names, points))
+}
+
 impl Layout for IterationCostBound {
     fn name(&self) -> &'static str {
         "iteration cost vs Theorem 1 bound (SCAR Figs. 3-5 layout)"
@@ -118,46 +175,9 @@ impl Layout for IterationCostBound {
             );
         }
         // One perturbation at a fixed ℓ in every series: x = ‖δ‖.
-        let at = column(s, S.perturbation_iteration, &sfile)?;
-        let mut iterations: Vec<usize> = Vec::new();
-        let mut once = true;
-        for (i, row) in s.rows.iter().enumerate() {
-            match row[at].trim() {
-                "" => once = false,
-                v => {
-                    let l: usize = v.parse().with_context(|| {
-                        format!("{sfile} line {}: bad perturbation_iteration {v:?}", i + 2)
-                    })?;
-                    if !iterations.contains(&l) {
-                        iterations.push(l);
-                    }
-                }
-            }
-        }
+        let (iterations, once) = perturbation_iterations(s, &sfile)?;
         let x_col = if once { T.perturbation_norm } else { T.delta_t };
-        let (cs, cx, cy) = (
-            column(t, T.series, &tfile)?,
-            column(t, x_col, &tfile)?,
-            column(t, T.iteration_cost, &tfile)?,
-        );
-        let mut names: Vec<String> = Vec::new();
-        let mut points: Vec<Vec<(f64, f64)>> = Vec::new();
-        for (i, row) in t.rows.iter().enumerate() {
-            let x = number(&row[cx], x_col, &tfile, i + 2)?;
-            let y = number(&row[cy], T.iteration_cost, &tfile, i + 2)?;
-            if !(x > 0.0 && x.is_finite() && y.is_finite()) {
-                continue;
-            }
-            let k = match names.iter().position(|n| *n == row[cs]) {
-                Some(k) => k,
-                None => {
-                    names.push(row[cs].clone());
-                    points.push(Vec::new());
-                    names.len() - 1
-                }
-            };
-            points[k].push((x, y));
-        }
+        let (names, points) = measured_points(t, &tfile, x_col)?;
         let all = points.iter().flatten();
         let mut lo = all.clone().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let mut hi = all.map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);

@@ -39,15 +39,9 @@ fn base_dir(src: &SourceText) -> PathBuf {
 /// Largest delay a distribution may draw, as a power of ten (seconds).
 const MAX_DRAW_LOG10: f64 = 100.0;
 
-pub(crate) fn parse_delay(
-    src: &SourceText,
-    raw: &Spanned<RawDelay>,
-    field: &str,
-    positive_mean: bool,
-) -> Result<Delay> {
-    let span = raw.span();
-    let r = raw.get_ref();
-    let err = |msg: String| src.error_at(span.clone(), field, msg);
+/// `r` names a known distribution and gives exactly the parameters it
+/// takes (`err` turns a message into the field's error).
+fn check_parameters<E>(r: &RawDelay, err: &impl Fn(String) -> E) -> Result<(), E> {
     let given: Vec<(&str, bool)> = vec![
         ("rate", r.rate.is_some()),
         ("shift", r.shift.is_some()),
@@ -59,7 +53,8 @@ pub(crate) fn parse_delay(
         ("file", r.file.is_some()),
         ("column", r.column.is_some()),
     ];
-    let (needs, optional): (&[&str], &[&str]) = match r.distribution.as_str() {
+    let d = r.distribution.as_str();
+    let (needs, optional): (&[&str], &[&str]) = match d {
         "exponential" => (&["rate"], &[]),
         "shifted-exponential" => (&["shift", "rate"], &[]),
         "pareto" => (&["scale", "shape"], &[]),
@@ -72,7 +67,6 @@ pub(crate) fn parse_delay(
             )));
         }
     };
-    let d = r.distribution.as_str();
     for (name, set) in &given {
         if *set && !needs.contains(name) && !optional.contains(name) {
             return Err(err(format!(
@@ -89,6 +83,20 @@ pub(crate) fn parse_delay(
             return Err(err(format!("distribution `{d}` needs `{name}`")));
         }
     }
+    Ok(())
+}
+
+pub(crate) fn parse_delay(
+    src: &SourceText,
+    raw: &Spanned<RawDelay>,
+    field: &str,
+    positive_mean: bool,
+) -> Result<Delay> {
+    let span = raw.span();
+    let r = raw.get_ref();
+    let err = |msg: String| src.error_at(span.clone(), field, msg);
+    check_parameters(r, &err)?;
+    let d = r.distribution.as_str();
     let max = limits::MAX_SECONDS;
     let positive = |name: &str, v: f64| -> Result<f64> {
         if v > 0.0 && v.is_finite() && v <= max {

@@ -74,22 +74,24 @@ pub(super) fn draw_chart<DB: DrawingBackend>(
         .draw()
         .map_err(draw_error)?;
 
+    draw_backdrops(&mut cc, chart, theme, (x0, x1))?;
+    draw_lines(&mut cc, chart, theme, (x0, x1))?;
+    Ok(())
+}
+
+/// The chart's axes, with keyed ticks on both.
+type Axes<'a, DB> = ChartContext<'a, DB, Cartesian2d<Keyed, Keyed>>;
+
+/// Horizontal references and CI bands, drawn first so that lines and
+/// markers stay on top; `(x0, x1)` is the plotted x range.
+fn draw_backdrops<DB: DrawingBackend>(
+    cc: &mut Axes<'_, DB>,
+    chart: &Chart,
+    theme: &Theme,
+    (x0, x1): (f64, f64),
+) -> Result<()> {
+    let (x_scale, y_scale) = (chart.x.scale, chart.y.scale);
     let ty = |v: f64| y_scale.forward(v);
-    // Horizontal offsets that keep series with error bars apart.
-    let barred: Vec<usize> = (0..chart.series.len())
-        .filter(|&i| chart.series[i].style == Style::LinesWithErrorBars)
-        .collect();
-    let offset = |i: usize| -> f64 {
-        match barred.iter().position(|&b| b == i) {
-            Some(k) if chart.dodge && barred.len() > 1 => {
-                let step = (x1 - x0) * 0.018 / barred.len() as f64;
-                (k as f64 - (barred.len() - 1) as f64 / 2.0) * step
-            }
-            _ => 0.0,
-        }
-    };
-    // Error-bar caps: 1.2% of the x range on each side.
-    let cap = (x1 - x0) * 0.012;
     // References and bands first, so lines and markers stay on top.
     for s in &chart.series {
         let (r, g, b) = s.colour.rgb();
@@ -134,6 +136,34 @@ pub(super) fn draw_chart<DB: DrawingBackend>(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Every series' lines, error bars and markers; series with error bars are
+/// dodged apart horizontally when the chart asks for it.
+fn draw_lines<DB: DrawingBackend>(
+    cc: &mut Axes<'_, DB>,
+    chart: &Chart,
+    theme: &Theme,
+    (x0, x1): (f64, f64),
+) -> Result<()> {
+    let (x_scale, y_scale) = (chart.x.scale, chart.y.scale);
+    let ty = |v: f64| y_scale.forward(v);
+    // Horizontal offsets that keep series with error bars apart.
+    let barred: Vec<usize> = (0..chart.series.len())
+        .filter(|&i| chart.series[i].style == Style::LinesWithErrorBars)
+        .collect();
+    let offset = |i: usize| -> f64 {
+        match barred.iter().position(|&b| b == i) {
+            Some(k) if chart.dodge && barred.len() > 1 => {
+                let step = (x1 - x0) * 0.018 / barred.len() as f64;
+                (k as f64 - (barred.len() - 1) as f64 / 2.0) * step
+            }
+            _ => 0.0,
+        }
+    };
+    // Error-bar caps: 1.2% of the x range on each side.
+    let cap = (x1 - x0) * 0.012;
     for (i, s) in chart.series.iter().enumerate() {
         let (r, g, b) = s.colour.rgb();
         let colour = RGBColor(r, g, b);
