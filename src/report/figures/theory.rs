@@ -111,14 +111,13 @@ fn perturbation_iterations(s: &Table, sfile: &str) -> Result<(Vec<usize>, bool)>
     Ok((iterations, once))
 }
 
+/// Series names, and per series its (x, iteration cost) points.
+type Measured = (Vec<String>, Vec<Vec<(f64, f64)>>);
+
 /// Per series (in order of first appearance), its trials' (x, iteration
 /// cost) with x from column `x_col`, leaving out trials with no positive,
 /// finite x or no finite cost.
-fn measured_points(
-    t: &Table,
-    tfile: &str,
-    x_col: &str,
-) -> Result<(Vec<String>, Vec<Vec<(f64, f64)>>)> {
+fn measured_points(t: &Table, tfile: &str, x_col: &str) -> Result<Measured> {
     let (cs, cx, cy) = (
         column(t, T.series, tfile)?,
         column(t, x_col, tfile)?,
