@@ -219,6 +219,10 @@ pub struct CnnWorkspace {
     labels: Vec<u8>,
     perm: Vec<u32>,
     perm_key: Option<(u64, usize)>,
+    /// The (run seed, iteration) whose minibatch `net.input` and `labels`
+    /// hold: the members of a cohort at one iteration share it, so it is
+    /// gathered once for all of them (nothing else writes `net.input`).
+    batch_key: Option<(u64, usize)>,
 }
 
 impl Cnn {
@@ -330,6 +334,18 @@ impl Cnn {
     /// workspace and computes the gradient of its mean cross-entropy at `w`
     /// into `ws.grad`. Returns the batch's summed cross-entropy.
     fn batch_gradient(&self, w: &[f32], ctx: IterCtx, ws: &mut CnnWorkspace) -> f64 {
+        let key = Some((ctx.run_seed, ctx.iteration));
+        if ws.batch_key != key {
+            self.gather_batch(ctx, ws);
+            ws.batch_key = key;
+        }
+        ws.net
+            .gradient(w, self.batch, &ws.labels[..self.batch], &mut ws.grad)
+    }
+
+    /// Gathers minibatch `ctx.iteration` (pixels scaled as they are copied,
+    /// labels) into `ws.net.input` and `ws.labels`.
+    fn gather_batch(&self, ctx: IterCtx, ws: &mut CnnWorkspace) {
         let range = self.batch_range(ctx, &mut ws.perm, &mut ws.perm_key);
         let f = self.data.features;
         let rows = &ws.perm[range];
@@ -346,8 +362,6 @@ impl Cnn {
             }
             ws.labels[slot] = self.data.y[i];
         }
-        ws.net
-            .gradient(w, self.batch, &ws.labels[..self.batch], &mut ws.grad)
     }
 
     /// The gradient of the mean cross-entropy of minibatch `ctx.iteration`
@@ -497,6 +511,7 @@ impl Model for Cnn {
             labels: vec![0; self.batch],
             perm: Vec::with_capacity(self.data.rows),
             perm_key: None,
+            batch_key: None,
         }
     }
 

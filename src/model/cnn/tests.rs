@@ -371,3 +371,41 @@ fn every_kernel_level_gives_the_portable_bits() {
         }
     }
 }
+
+/// Members of a cohort at one iteration share the gathered minibatch: steps
+/// through one workspace, at the same and at changing (seed, iteration),
+/// give the bits of steps each through a fresh workspace.
+#[test]
+fn a_shared_workspace_gathers_each_minibatch_once_with_the_same_bits() {
+    let m = small(Partitioning::ByLayer);
+    let mut a = m.init();
+    m.step(&mut a, ctx(0), &mut m.workspace());
+    let b = a.clone();
+    let other = |iteration| IterCtx {
+        iteration,
+        run_seed: 4,
+    };
+    let schedule = [
+        ctx(1),
+        ctx(1),
+        other(1),
+        ctx(1),
+        ctx(2),
+        other(2),
+        other(2),
+        ctx(1),
+    ];
+    let mut shared = m.workspace();
+    let (mut s1, mut s2) = (a.clone(), b.clone());
+    let (mut f1, mut f2) = (a, b);
+    for (k, &c) in schedule.iter().enumerate() {
+        // Two members at each step of the schedule, in one workspace.
+        m.step(&mut s1, c, &mut shared);
+        m.step(&mut s2, c, &mut shared);
+        m.step(&mut f1, c, &mut m.workspace());
+        m.step(&mut f2, c, &mut m.workspace());
+        let bits = |s: &CnnState| s.w.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&s1), bits(&f1), "step {k}");
+        assert_eq!(bits(&s2), bits(&f2), "step {k}");
+    }
+}
