@@ -188,30 +188,7 @@ impl ModelVisitor for Visitor<'_> {
         )?;
         let b = reference.baseline_iterations();
         let flat = model.flat_params();
-        for s in &sc.series {
-            if matches!(
-                s.kind,
-                PerturbationKind::Random | PerturbationKind::Adversarial
-            ) && flat.is_none()
-            {
-                bail!(
-                    "series `{}`: a {} perturbation needs a model with real-valued parameters (qp, mlr); \
-                     `{}` supports only `reset`",
-                    s.name,
-                    s.kind.name(),
-                    sc.model.kind_name()
-                );
-            }
-            if let Some(iteration) = s.schedule.once_at(b)
-                && iteration >= b
-            {
-                bail!(
-                    "series `{}`: the perturbation at iteration {iteration} is not before the unperturbed \
-                     run converges (iteration {b}); choose an earlier iteration or a tighter criterion",
-                    s.name
-                );
-            }
-        }
+        check_series(sc, flat.is_some(), b)?;
         let params = flat.map_or(0, |f| f.param_count());
         let mut optimum_flat = vec![0.0; params];
         if let Some(f) = flat {
@@ -240,26 +217,9 @@ impl ModelVisitor for Visitor<'_> {
         // A unit never perturbed before the run converges is the unperturbed
         // run; the others join cohorts in order of their first perturbation,
         // so the members of a cohort step together from nearby iterations.
-        let mut unperturbed: Vec<(usize, TrialResult)> = Vec::new();
-        let mut starts: Vec<(usize, usize, SimRng)> = Vec::new();
-        for &u in &todo {
-            let (s, t) = units[u];
-            match first_perturbation(&sc.series[s], seed, t, b) {
-                (Some(first), timing) => starts.push((first, u, timing)),
-                (None, _) => unperturbed.push((
-                    u,
-                    TrialResult {
-                        perturbations: Vec::new(),
-                        reset_fraction: f64::NAN,
-                        iterations: b,
-                        converged: true,
-                    },
-                )),
-            }
-        }
+        let (unperturbed, starts) = split_unperturbed(sc, &units, &todo, b);
         let unperturbed = encode(unperturbed)?;
         driver.finished(&unperturbed)?;
-        starts.sort_by_key(|&(first, u, _)| (first, u));
         // Cohorts of the model's size (a naive one-at-a-time loop with
         // `--rerun`); a task of one-trial cohorts takes several, so that tiny
         // trials (QP) are journalled together.
@@ -274,7 +234,7 @@ impl ModelVisitor for Visitor<'_> {
         };
         let certify = self.opts.certify_metric;
         let stop = || driver.cancelled();
-        let tasks: Vec<&[(usize, usize, SimRng)]> = starts.chunks(task).collect();
+        let tasks: Vec<&[Start]> = starts.chunks(task).collect();
         let done = driver.run_tasks(
             &tasks,
             || model.workspace(),
@@ -308,6 +268,72 @@ impl ModelVisitor for Visitor<'_> {
             records,
         })
     }
+}
+
+/// Every series of `sc` can run on the model (`flat`: it has real-valued
+/// parameters) and perturbs before the unperturbed run converges at `b`.
+fn check_series(sc: &PerturbationScenario, flat: bool, b: usize) -> Result<()> {
+    for s in &sc.series {
+        if matches!(
+            s.kind,
+            PerturbationKind::Random | PerturbationKind::Adversarial
+        ) && !flat
+        {
+            bail!(
+                "series `{}`: a {} perturbation needs a model with real-valued parameters (qp, mlr); \
+                 `{}` supports only `reset`",
+                s.name,
+                s.kind.name(),
+                sc.model.kind_name()
+            );
+        }
+        if let Some(iteration) = s.schedule.once_at(b)
+            && iteration >= b
+        {
+            bail!(
+                "series `{}`: the perturbation at iteration {iteration} is not before the unperturbed \
+                 run converges (iteration {b}); choose an earlier iteration or a tighter criterion",
+                s.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A perturbed unit: its first perturbation's iteration, the unit, and the
+/// stream that times its perturbations.
+type Start = (usize, usize, SimRng);
+
+/// The units `todo` (of `units`) split into those never perturbed before
+/// the unperturbed run converges at `b` (their result is that run's) and
+/// the others as (first perturbation, unit, timing stream), in order of
+/// first perturbation so that a cohort's members step together from
+/// nearby iterations.
+fn split_unperturbed(
+    sc: &PerturbationScenario,
+    units: &[(usize, usize)],
+    todo: &[usize],
+    b: usize,
+) -> (Vec<(usize, TrialResult)>, Vec<Start>) {
+    let mut unperturbed: Vec<(usize, TrialResult)> = Vec::new();
+    let mut starts: Vec<Start> = Vec::new();
+    for &u in todo {
+        let (s, t) = units[u];
+        match first_perturbation(&sc.series[s], sc.meta.seed, t, b) {
+            (Some(first), timing) => starts.push((first, u, timing)),
+            (None, _) => unperturbed.push((
+                u,
+                TrialResult {
+                    perturbations: Vec::new(),
+                    reset_fraction: f64::NAN,
+                    iterations: b,
+                    converged: true,
+                },
+            )),
+        }
+    }
+    starts.sort_by_key(|&(first, u, _)| (first, u));
+    (unperturbed, starts)
 }
 
 /// Units journalled together (QP trials take microseconds each).
