@@ -278,6 +278,73 @@ fn cost_findings(r: &Results) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// From `incidents.csv` (when present and not empty): the first failure
+/// time (NaN without one) and, per series of `names` that recovered, its
+/// mean recovery time.
+fn incident_times(r: &Results, names: &[String]) -> Result<(f64, Vec<(String, f64)>)> {
+    let mut failed = f64::NAN;
+    let mut recoveries: Vec<(String, f64)> = Vec::new();
+    let incidents = read(r, "incidents.csv").ok().filter(|t| !t.rows.is_empty());
+    if let Some(inc) = &incidents {
+        let (sc, fc, rc) = (
+            col(inc, I.series)?,
+            col(inc, I.failed)?,
+            col(inc, I.recovered)?,
+        );
+        failed = inc
+            .rows
+            .iter()
+            .map(|row| num(&row[fc]))
+            .fold(f64::INFINITY, f64::min);
+        for name in names {
+            let rec: Vec<f64> = inc
+                .rows
+                .iter()
+                .filter(|row| row[sc] == *name)
+                .map(|row| num(&row[rc]))
+                .filter(|v| v.is_finite())
+                .collect();
+            if !rec.is_empty() {
+                recoveries.push((name.clone(), rec.iter().sum::<f64>() / rec.len() as f64));
+            }
+        }
+    }
+    Ok((failed, recoveries))
+}
+
+/// A black vertical line at the failure and one red line per distinct
+/// recovery time, naming its strategies, spanning `(lo, hi)`.
+fn incident_lines(
+    failed: f64,
+    recoveries: Vec<(String, f64)>,
+    (lo, hi): (f64, f64),
+) -> Vec<Series> {
+    let mut lines = vec![vertical(
+        format!("PS killed (t = {failed} s)"),
+        failed,
+        lo,
+        hi,
+        Colour::Black,
+    )];
+    let mut times: Vec<(f64, Vec<String>)> = Vec::new();
+    for (name, t) in recoveries {
+        match times.iter_mut().find(|(x, _)| (x - t).abs() < 1e-6) {
+            Some((_, v)) => v.push(name),
+            None => times.push((t, vec![name])),
+        }
+    }
+    for (t, who) in times {
+        lines.push(vertical(
+            format!("recovered (t = {t:.2} s): {}", who.join(", ")),
+            t,
+            lo,
+            hi,
+            Colour::Red,
+        ));
+    }
+    lines
+}
+
 fn wallclock(r: &Results) -> Result<Chart> {
     let t = read(r, "curves.csv")?;
     let (cs, cw, cf, ct) = (
@@ -307,33 +374,7 @@ fn wallclock(r: &Results) -> Result<Chart> {
     }
     // Failures and recoveries (from the incidents): the plot starts halfway
     // to the first failure, to show the outage at a readable scale.
-    let incidents = read(r, "incidents.csv").ok().filter(|t| !t.rows.is_empty());
-    let mut failed = f64::NAN;
-    let mut recoveries: Vec<(String, f64)> = Vec::new();
-    if let Some(inc) = &incidents {
-        let (sc, fc, rc) = (
-            col(inc, I.series)?,
-            col(inc, I.failed)?,
-            col(inc, I.recovered)?,
-        );
-        failed = inc
-            .rows
-            .iter()
-            .map(|row| num(&row[fc]))
-            .fold(f64::INFINITY, f64::min);
-        for name in &names {
-            let rec: Vec<f64> = inc
-                .rows
-                .iter()
-                .filter(|row| row[sc] == *name)
-                .map(|row| num(&row[rc]))
-                .filter(|v| v.is_finite())
-                .collect();
-            if !rec.is_empty() {
-                recoveries.push((name.clone(), rec.iter().sum::<f64>() / rec.len() as f64));
-            }
-        }
-    }
+    let (failed, recoveries) = incident_times(r, &names)?;
     let from = if failed.is_finite() {
         failed / 2.0
     } else {
@@ -378,30 +419,7 @@ fn wallclock(r: &Results) -> Result<Chart> {
         }
     }
     if failed.is_finite() && lo.is_finite() {
-        series.push(vertical(
-            format!("PS killed (t = {failed} s)"),
-            failed,
-            lo,
-            hi,
-            Colour::Black,
-        ));
-        // One red line per distinct recovery time, naming its strategies.
-        let mut times: Vec<(f64, Vec<String>)> = Vec::new();
-        for (name, t) in recoveries {
-            match times.iter_mut().find(|(x, _)| (x - t).abs() < 1e-6) {
-                Some((_, v)) => v.push(name),
-                None => times.push((t, vec![name])),
-            }
-        }
-        for (t, who) in times {
-            series.push(vertical(
-                format!("recovered (t = {t:.2} s): {}", who.join(", ")),
-                t,
-                lo,
-                hi,
-                Colour::Red,
-            ));
-        }
+        series.extend(incident_lines(failed, recoveries, (lo, hi)));
     }
     Ok(Chart {
         title: r.title(),
