@@ -7,15 +7,14 @@ use crate::common;
 
 use common::{scarsim, stderr, tmpdir};
 use scarsim::cluster::sim::ScriptedDelays;
-use scarsim::faults::daly::{self, simulate_checkpoint_restart};
 use scarsim::faults::overhead::{IterationCosts, IterationFailure, run_iterations};
-use scarsim::faults::{
-    CheckpointCost, Outage, PsRun, PsSetup, Replication, RestoreFrom, Strategy, run_ps,
-};
+use scarsim::faults::{CheckpointCost, PsRun, PsSetup, Replication, RestoreFrom, Strategy, run_ps};
 use scarsim::model::gradient::{GradientDraw, GradientInfo, GradientModel};
 use scarsim::model::{IterCtx, Model, ModelInfo};
+use scarsim::policy::failure::Outage;
 use scarsim::policy::{CheckpointPolicy, RecoveryPolicy, Selector, WriteBudget};
 use scarsim::rng::{Purpose, stream};
+use scarsim::theory::daly::{self, simulate_checkpoint_restart};
 
 /// Every applied gradient adds 1 to each coordinate (η = 1, gradient −1), so
 /// a coordinate's value counts the updates it holds. Loss = −Σ coordinates.
@@ -542,7 +541,7 @@ fn simulated_checkpoint_restart_matches_daly_and_its_optimum() {
             let (s, _) = simulate_checkpoint_restart(w, f * tau_daly, d, r, usize::MAX, |x| {
                 while times.last().is_none_or(|&l| l <= x) {
                     let last = times.last().copied().unwrap_or(0.0);
-                    times.push(last + scarsim::faults::failures::exponential(&mut rng, m));
+                    times.push(last + scarsim::policy::failure::exponential(&mut rng, m));
                 }
                 times[times.partition_point(|&y| y <= x)]
             })

@@ -3,12 +3,12 @@
 //! tolerances derived from the trials' confidence intervals.
 
 use scarsim::cluster::sim::{Handler, UpdateInfo};
-use scarsim::cluster::theory::{self, GradientTime};
 use scarsim::cluster::training::{Training, TrainingSetup};
 use scarsim::cluster::{Delay, KSchedule, Protocol, Stop, WorkerDelays, simulate};
 use scarsim::model::gradient::GradientModel;
 use scarsim::model::quadratic::{NoisyQuadratic, QuadraticConfig};
 use scarsim::stats::Summary;
+use scarsim::theory::dutta::{self, GradientTime};
 
 /// Time per iteration after `warmup` updates over `updates` more, and mean staleness.
 #[derive(Default)]
@@ -78,10 +78,10 @@ fn exponential_runtimes_match_the_closed_forms() {
     for (p, k) in [(4, 1), (4, 2), (6, 3), (8, 8)] {
         for proto in Protocol::ALL {
             let (s, stale) = measure(&d, proto, p, k, 60);
-            let th = theory::time_per_iteration(proto, &x, p, k);
+            let th = dutta::time_per_iteration(proto, &x, p, k);
             let exact = th.exact.expect("exponential delays have closed forms");
             assert_close(&s, exact, &format!("{} P={p} K={k}", proto.name()));
-            let st = theory::mean_staleness(proto, p, k);
+            let st = dutta::mean_staleness(proto, p, k);
             assert!(
                 (stale - st).abs() < 0.02 * st.max(1.0),
                 "staleness {} P={p} K={k}: {stale} vs {st}",
@@ -105,19 +105,19 @@ fn shifted_exponential_runtimes_respect_the_renewal_results_and_bounds() {
     // K-sync: E[X_{K:P}] exactly; K-batch-async: K E[X]/P (renewal).
     for proto in [Protocol::KSync, Protocol::KBatchAsync] {
         let (s, _) = measure(&d, proto, p, k, 60);
-        let exact = theory::time_per_iteration(proto, &x, p, k).exact.unwrap();
+        let exact = dutta::time_per_iteration(proto, &x, p, k).exact.unwrap();
         assert_close(&s, exact, proto.name());
     }
     // K-async: between K E[X]/P and E[X_{K:P}], and strictly faster than
     // K-sync (partial work is kept and the shifted exponential is NBU).
     let (asy, stale) = measure(&d, Protocol::KAsync, p, k, 60);
-    let th = theory::time_per_iteration(Protocol::KAsync, &x, p, k);
+    let th = dutta::time_per_iteration(Protocol::KAsync, &x, p, k);
     assert!(asy.ci95_high >= th.lower.unwrap() && asy.ci95_low <= th.upper.unwrap());
     assert!(asy.ci95_high < th.upper.unwrap() * 0.9, "{asy:?} vs {th:?}");
     assert!((stale - 3.0).abs() < 0.02);
     // K-batch-sync: at most E[X_{K:P}].
     let (bs, _) = measure(&d, Protocol::KBatchSync, p, k, 60);
-    let th = theory::time_per_iteration(Protocol::KBatchSync, &x, p, k);
+    let th = dutta::time_per_iteration(Protocol::KBatchSync, &x, p, k);
     assert!(bs.ci95_low <= th.upper.unwrap());
 }
 
@@ -186,10 +186,10 @@ fn k_sync_error_floor_matches_the_exact_stationary_loss() {
         })
         .collect();
     let s = Summary::of(&floors);
-    let exact = theory::quadratic_floor_exact(cfg.learning_rate, cfg.sigma2, k, 1, q.eigenvalues())
-        .unwrap();
+    let exact =
+        dutta::quadratic_floor_exact(cfg.learning_rate, cfg.sigma2, k, 1, q.eigenvalues()).unwrap();
     assert_close(&s, exact, "K-sync floor");
-    let bound = theory::k_sync_floor_bound(cfg.learning_rate, cfg.l, cfg.c, cfg.sigma2, k, 1);
+    let bound = dutta::k_sync_floor_bound(cfg.learning_rate, cfg.l, cfg.c, cfg.sigma2, k, 1);
     assert!(s.ci95_high < bound);
 }
 

@@ -16,7 +16,6 @@ pub(crate) mod adaptive;
 pub(crate) mod delay;
 pub(crate) mod protocol;
 pub mod sim;
-pub mod theory;
 pub mod training;
 
 pub use adaptive::{PlateauRule, PlateauState, Switch};

@@ -39,7 +39,7 @@ use crate::report::columns::precision::{BaselineRow, SummaryRow, TraceRow, Trial
 use crate::report::row::Row as _;
 use crate::rng::run_seed;
 use crate::scenario::PrecisionScenario;
-use crate::theory::precision::round_all;
+use crate::theory::scar::precision::round_all;
 use crate::theory::{
     infinite_perturbation_cost_bound, irreducible_error, rounding_perturbation_bound,
 };

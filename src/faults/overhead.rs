@@ -24,11 +24,11 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::daly::TimeSplit;
 use crate::model::{IterCtx, Model};
 use crate::policy::checkpoint::SelectorState;
 use crate::policy::{CheckpointPolicy, RecoveryPolicy, RunningCheckpoint};
 use crate::rng::SimRng;
+use crate::theory::daly::TimeSplit;
 
 /// Time costs of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! A noisy quadratic with known smoothness L, strong convexity c and gradient
 //! noise σ², the setting of Dutta et al. 2018's error analysis (§5,
 //! Assumptions 1–3 with M_G = 0), so simulated error floors can be checked
-//! against theory ([`crate::cluster::theory::quadratic_floor_exact`]).
+//! against theory ([`crate::theory::dutta::quadratic_floor_exact`]).
 //!
 //! F(w) = ½ Σ_i h_i (w_i − w*_i)² over d coordinates, with the Hessian's
 //! eigenvalues h_i spaced evenly from c to L (h = c when d = 1), w* = 0 and

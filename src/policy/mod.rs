@@ -1,9 +1,9 @@
 //! Fault-tolerance policies, as data: when failures strike and what they take
-//! down (`failure`), where blocks live (`placement`), how checkpoints are
+//! down ([`failure`], in iterations and in wall-clock time), where blocks live (`placement`), how checkpoints are
 //! taken ([`checkpoint`]) and how a failure is recovered from (`recovery`).
 
 pub mod checkpoint;
-pub(crate) mod failure;
+pub mod failure;
 pub(crate) mod placement;
 pub(crate) mod recovery;
 

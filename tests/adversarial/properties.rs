@@ -78,7 +78,7 @@ proptest! {
         restart in 0.0..1e3f64,
         gap in 1e-3..1e4f64,
     ) {
-        use scarsim::faults::daly::simulate_checkpoint_restart;
+        use scarsim::theory::daly::simulate_checkpoint_restart;
         let limit = 20_000;
         match simulate_checkpoint_restart(solve, tau, delta, restart, limit, |t| t + gap) {
             Ok((split, _)) => {

@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::experiment::Outcome;
-use crate::faults::daly::{self, TimeSplit};
 use crate::report::columns::faults::{IntervalSummaryRow, IntervalTrialRow, OptimumRow};
 use crate::report::row::Row;
 use crate::rng::{Purpose, stream};
 use crate::scenario::faults::{FaultsScenario, IntervalConfig};
 use crate::stats::Summary;
+use crate::theory::daly::{self, TimeSplit};
 
 /// One (MTBF, trial) unit: every interval on the same failure times.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,7 +31,7 @@ impl PoissonTimes {
     fn after(&mut self, t: f64) -> f64 {
         while self.times.last().is_none_or(|&l| l <= t) {
             let last = self.times.last().copied().unwrap_or(0.0);
-            let next = last + crate::faults::failures::exponential(&mut self.rng, self.mean);
+            let next = last + crate::policy::failure::exponential(&mut self.rng, self.mean);
             self.times.push(next);
         }
         let i = self.times.partition_point(|&x| x <= t);

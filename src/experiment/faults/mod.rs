@@ -23,10 +23,10 @@ use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName};
 use crate::faults::PsRun;
-use crate::faults::daly;
 use crate::model::build_and_visit;
 use crate::model::gradient::build_gradient_and_visit;
 use crate::scenario::faults::{FaultsMeasure, FaultsScenario};
+use crate::theory::daly;
 
 mod interval;
 mod iterations;

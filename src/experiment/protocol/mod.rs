@@ -9,7 +9,7 @@
 //!
 //! - Runtime scenarios: time per iteration = (t_{W+N} − t_W)/N for W warm-up
 //!   and N measured updates, averaged over trials with a Student-t 95% CI, next
-//!   to the closed forms and bounds of [`crate::cluster::theory`].
+//!   to the closed forms and bounds of [`crate::theory::dutta`].
 //! - Training scenarios: the loss on a common time grid (mean and CI per grid
 //!   time across trials), the error floor (mean loss over the last
 //!   `floor_window` of the horizon) next to the K-sync theory where it exists,
@@ -24,7 +24,6 @@ use super::kind::Experiment;
 use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
-use crate::cluster::theory;
 use crate::cluster::training::{Training, TrainingSetup, UpdateLog};
 use crate::cluster::{Delay, Protocol, RunStats, Stop, Switch, WorkerDelays, simulate};
 use crate::data::{DataCache, DatasetName};
@@ -39,6 +38,7 @@ use crate::report::{Table, fmt_f64};
 use crate::rng::run_seed;
 use crate::scenario::protocol::{Measure, Point, ProtocolScenario, TrainingConfig};
 use crate::stats::Summary;
+use crate::theory::dutta;
 
 mod runtime;
 mod switches;
@@ -473,8 +473,8 @@ fn floor_theory(
     // With fresh gradients the staleness-aware rate is always η_max.
     let eta = series.staleness_aware.map_or(tc.eta, |s| s.eta_max);
     (
-        theory::quadratic_floor_exact(eta, sigma2, k, batch_size, eigen),
-        Some(theory::k_sync_floor_bound(eta, l, c, sigma2, k, batch_size)),
+        dutta::quadratic_floor_exact(eta, sigma2, k, batch_size, eigen),
+        Some(dutta::k_sync_floor_bound(eta, l, c, sigma2, k, batch_size)),
     )
 }
 

@@ -6,7 +6,6 @@ use serde_json::json;
 
 use super::{constant_shift, describe_comm};
 use crate::cluster::sim::{Handler, UpdateInfo};
-use crate::cluster::theory::{self, GradientTime, Theory};
 use crate::cluster::{Protocol, RunStats, Stop, WorkerDelays, simulate};
 use crate::experiment::Outcome;
 use crate::report::Table;
@@ -14,6 +13,7 @@ use crate::report::columns::protocol::{RatioRow, RuntimeSummaryRow, RuntimeTrial
 use crate::report::row::Row;
 use crate::scenario::protocol::{Point, ProtocolScenario, RuntimeConfig};
 use crate::stats::Summary;
+use crate::theory::dutta::{self, GradientTime, Theory};
 
 /// Watches updates: the clock at the end of the warm-up and staleness of the measured updates.
 struct RuntimeProbe {
@@ -99,7 +99,7 @@ fn runtime_theory(sc: &ProtocolScenario, p: &Point) -> Theory {
         compute: &sc.compute_time,
         shift,
     };
-    theory::time_per_iteration(sc.series[p.series].protocol, &x, p.workers, k)
+    dutta::time_per_iteration(sc.series[p.series].protocol, &x, p.workers, k)
 }
 
 pub(super) fn runtime_tables(
@@ -186,7 +186,7 @@ pub(super) fn runtime_tables(
             theory_check: check,
             theory_source: th.source.clone(),
             mean_staleness: mean_of(&|r| r.mean_staleness),
-            staleness_theory: p.k.map(|k| theory::mean_staleness(protocol, p.workers, k)),
+            staleness_theory: p.k.map(|k| dutta::mean_staleness(protocol, p.workers, k)),
             max_staleness: rs.iter().map(|r| r.max_staleness).max().unwrap_or(0),
             cancelled_per_update: mean_of(&|r| {
                 r.stats.cancelled as f64 / r.stats.updates.max(1) as f64

@@ -50,11 +50,11 @@ use serde::{Deserialize, Serialize};
 
 pub use super::usage::Usage;
 
-use super::daly::TimeSplit;
-use super::failures::Outage;
 use crate::cluster::DelaySource;
 use crate::engine::EventQueue;
 use crate::model::gradient::GradientModel;
+use crate::policy::failure::Outage;
+use crate::theory::daly::TimeSplit;
 
 mod recovery;
 mod sim;

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::{Raw, WallclockSeries, non_negative, positive};
-use crate::faults::failures::{FailureProcess, read_trace_rows};
+use crate::policy::failure::{FailureProcess, read_trace_rows};
 use crate::scenario::{SourceText, limits};
 
 /// Most outages a failure process may produce in one run (expected, for a

@@ -74,7 +74,7 @@ fn check_interval_steps(
     span: &std::ops::Range<usize>,
     c: &IntervalConfig,
 ) -> Result<()> {
-    use crate::faults::daly;
+    use crate::theory::daly;
     for &m in &c.mtbf {
         for &f in &c.factors {
             let tau = f * daly::daly_interval(c.checkpoint_time, m);

@@ -67,10 +67,10 @@ use toml::Spanned;
 use super::protocol::RawDelay;
 use super::{Meta, SourceText, check_name, limits};
 use crate::cluster::Delay;
-use crate::faults::failures::FailureProcess;
 use crate::faults::{CheckpointCost, Strategy};
 use crate::model::ModelSpec;
 use crate::model::gradient::GradientSpec;
+use crate::policy::failure::FailureProcess;
 use crate::policy::{CheckpointPolicy, RecoveryPolicy, WriteBudget};
 
 mod failures;

@@ -28,8 +28,8 @@
 
 use serde::Serialize;
 
-use super::delay::Delay;
-use super::protocol::Protocol;
+use crate::cluster::delay::Delay;
+use crate::cluster::protocol::Protocol;
 
 /// What theory says about a quantity: an exact value and/or bounds, and where it comes from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -4,7 +4,7 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use serde::Serialize;
 
-use super::Placement;
+use crate::policy::Placement;
 use crate::rng::SimRng;
 
 /// The iteration T at which a trial's failure strikes: after x(T) has been
