@@ -259,7 +259,11 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             |u| prep(u).failure_iteration,
         );
         let size = model.cohort_size().max(1);
-        let cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
+        let mut cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
+        // The most expensive cohorts first: `run_tasks` starts them in this
+        // order, so the cheapest end the run (see its scheduling note).
+        let cohort_cost = |c: &[usize]| c.iter().map(|&u| costs[u]).sum::<f64>();
+        cohorts.sort_by(|a, b| cohort_cost(b).total_cmp(&cohort_cost(a)));
         let driver = self.driver;
         let stop = || driver.cancelled();
         let done = driver.run_tasks(

@@ -11,7 +11,9 @@
 //! malformed: records come back from journals and shards a user can edit.
 
 use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -41,7 +43,15 @@ impl Driver<'_> {
     /// never changes a result). A task returns the records of the units it
     /// finished, or `None` when it stopped because the run was cancelled.
     /// Each task's records are encoded and journalled as soon as it ends; a
-    /// task that starts after a cancellation is skipped.
+    /// task that starts after a cancellation or an error is skipped.
+    ///
+    /// Scheduling: every worker takes the next task not yet started, in the
+    /// order given, so a caller that lists its tasks from the most expensive
+    /// down gets the greedy longest-first schedule: the last tasks to start
+    /// are the cheapest, and no worker idles long at the end (a range split
+    /// in halves, as `par_iter` does, can leave one worker the expensive
+    /// front while the other runs out of work). The records are returned in
+    /// task order whatever the schedule, and no result depends on it.
     pub(crate) fn run_tasks<T, W, R>(
         &self,
         tasks: &[T],
@@ -52,24 +62,43 @@ impl Driver<'_> {
         T: Sync,
         R: Serialize,
     {
-        tasks
-            .par_iter()
-            .map_init(init, |ws, t| {
-                if self.cancelled() {
-                    return Ok(Vec::new());
+        let next = AtomicUsize::new(0);
+        let done: Vec<OnceLock<Result<Encoded>>> = tasks.iter().map(|_| OnceLock::new()).collect();
+        let run = |ws: &mut W, t: &T| -> Result<Encoded> {
+            if self.cancelled() {
+                return Ok(Vec::new());
+            }
+            let Some(records) = task(ws, t)? else {
+                return Ok(Vec::new());
+            };
+            let records = encode(records)?;
+            self.finished(&records)?;
+            Ok(records)
+        };
+        rayon::broadcast(|_| {
+            let mut ws = None;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(t) = tasks.get(i) else { break };
+                let outcome = run(ws.get_or_insert_with(&init), t);
+                if outcome.is_err() {
+                    // No new task starts after an error.
+                    next.store(tasks.len(), Ordering::Relaxed);
                 }
-                let Some(records) = task(ws, t)? else {
-                    return Ok(Vec::new());
-                };
-                let records = encode(records)?;
-                self.finished(&records)?;
-                Ok(records)
-            })
+                // Each index is taken once, so its slot is empty.
+                let _ = done[i].set(outcome);
+            }
+        });
+        // Tasks skipped after an error have no slot; the error is returned.
+        done.into_iter()
+            .map(|slot| slot.into_inner().unwrap_or_else(|| Ok(Vec::new())))
             .collect()
     }
 
     /// Runs the independent units `todo` in parallel tasks of `chunk` units
-    /// (journalled together), each as `unit(workspace, u)`.
+    /// (journalled together), each as `unit(workspace, u)`, the most
+    /// expensive units first ([`Driver::by_cost`]: see [`Driver::run_tasks`]
+    /// on scheduling).
     pub(crate) fn run_units<W, R>(
         &self,
         todo: &[usize],
@@ -80,6 +109,7 @@ impl Driver<'_> {
     where
         R: Serialize,
     {
+        let todo = self.by_cost(todo);
         let tasks: Vec<&[usize]> = todo.chunks(chunk.max(1)).collect();
         self.run_tasks(&tasks, init, |ws, units| {
             let records = units
@@ -164,6 +194,64 @@ mod tests {
         };
         let squares: Vec<usize> = decode_records(&names(23), &raw).unwrap();
         assert_eq!(squares, (0..23).map(|u| u * u).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn units_start_from_the_most_expensive_and_come_back_in_task_order() {
+        let never = AtomicBool::new(false);
+        let hidden = ProgressBar::hidden();
+        let driver = Driver::all(&hidden, &never);
+        let costs = [1.0, 5.0, 3.0, 5.0, 0.5, 2.0];
+        let (mine, todo) = driver.assign(&costs);
+        assert_eq!(mine, todo);
+        assert_eq!(
+            driver.by_cost(&todo),
+            [1, 3, 2, 5, 0, 4],
+            "ties keep unit order"
+        );
+        // One worker: the units start in that order.
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let started = std::sync::Mutex::new(Vec::new());
+        let done = one
+            .install(|| {
+                driver.run_units(
+                    &todo,
+                    1,
+                    || (),
+                    |_, u| {
+                        started.lock().unwrap().push(u);
+                        Ok(u)
+                    },
+                )
+            })
+            .unwrap();
+        assert_eq!(*started.lock().unwrap(), [1, 3, 2, 5, 0, 4]);
+        let units: Vec<usize> = done.iter().flatten().map(|(u, _)| *u).collect();
+        assert_eq!(units, [1, 3, 2, 5, 0, 4], "records in task order");
+        // Two workers, tasks of uneven length: still every record, in task order.
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let tasks: Vec<usize> = (0..40).collect();
+        let done = two
+            .install(|| {
+                driver.run_tasks(
+                    &tasks,
+                    || (),
+                    |_, &t| {
+                        std::thread::sleep(std::time::Duration::from_micros(50 * (t as u64 % 7)));
+                        Ok(Some(vec![(t, t * 3)]))
+                    },
+                )
+            })
+            .unwrap();
+        let got: Vec<(usize, serde_json::Value)> = done.into_iter().flatten().collect();
+        let want: Vec<(usize, serde_json::Value)> = (0..40).map(|t| (t, (t * 3).into())).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

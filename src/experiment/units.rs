@@ -380,6 +380,9 @@ pub(crate) struct Driver<'a> {
     /// one-time setup (data, unperturbed run, x*), which `--plan` times apart
     /// from the units.
     assigned_at: std::sync::OnceLock<std::time::Instant>,
+    /// The expected cost of every unit, as given to [`Driver::assign`]:
+    /// [`Driver::run_units`] starts the most expensive first.
+    costs: std::sync::OnceLock<Vec<f64>>,
 }
 
 impl<'a> Driver<'a> {
@@ -400,12 +403,24 @@ impl<'a> Driver<'a> {
             finished: Mutex::new(0),
             shared_across: std::sync::atomic::AtomicUsize::new(0),
             assigned_at: std::sync::OnceLock::new(),
+            costs: std::sync::OnceLock::new(),
         }
     }
 
     /// When the run first asked for its units ([`Driver::assign`]), if it has.
     pub(crate) fn assigned_at(&self) -> Option<std::time::Instant> {
         self.assigned_at.get().copied()
+    }
+
+    /// `units` from the most expensive down (by the costs given to
+    /// [`Driver::assign`]; ties and units without a cost keep their order).
+    pub(crate) fn by_cost(&self, units: &[usize]) -> Vec<usize> {
+        let mut sorted = units.to_vec();
+        if let Some(costs) = self.costs.get() {
+            let cost = |u: usize| costs.get(u).copied().unwrap_or(0.0);
+            sorted.sort_by(|&a, &b| cost(b).total_cmp(&cost(a)));
+        }
+        sorted
     }
 
     /// A driver that runs everything and journals nothing (library use, tests).
@@ -417,6 +432,7 @@ impl<'a> Driver<'a> {
     /// for (`mine`, sorted) and those of them it still has to run (`todo`).
     pub(crate) fn assign(&self, costs: &[f64]) -> (Vec<usize>, Vec<usize>) {
         self.assigned_at.get_or_init(std::time::Instant::now);
+        let _ = self.costs.set(costs.to_vec());
         let mine = match self.shard {
             Some(s) => assign(costs, s),
             None => (0..costs.len()).collect(),
