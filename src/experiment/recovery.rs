@@ -176,16 +176,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         check_failure_times(&points, &baselines)?;
         let seed = sc.meta.seed;
         let units = units(sc);
-        // Expected cost of a unit: the iterations from its failure to the
-        // unperturbed convergence point (the rework on top is unknown yet).
-        let costs: Vec<f64> = units
-            .iter()
-            .map(|&(p, t)| {
-                let b = &baselines[baseline_index(t)];
-                let ft = failure_iteration(b, &points[p], seed, t);
-                (b.iterations() - ft + 1) as f64
-            })
-            .collect();
+        let costs = expected_costs(&units, &points, &baselines, baseline_index, seed);
         let (mine, todo) = self.driver.assign(&costs);
         let blocks = model.block_count();
         // Every unit's random draws (resumed units' too: their keys offer
@@ -258,12 +249,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             |u| baseline_index(units[u].1),
             |u| prep(u).failure_iteration,
         );
-        let size = model.cohort_size().max(1);
-        let mut cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
-        // The most expensive cohorts first: `run_tasks` starts them in this
-        // order, so the cheapest end the run (see its scheduling note).
-        let cohort_cost = |c: &[usize]| c.iter().map(|&u| costs[u]).sum::<f64>();
-        cohorts.sort_by(|a, b| cohort_cost(b).total_cmp(&cohort_cost(a)));
+        let cohorts = most_expensive_first(&groups, model.cohort_size().max(1), &costs);
         let driver = self.driver;
         let stop = || driver.cancelled();
         let done = driver.run_tasks(
@@ -326,6 +312,39 @@ fn baselines_for<M: Model>(
             run_baselines(model, convergence, &seeds)?
         }
     })
+}
+
+/// Expected cost of each unit: the iterations from its failure to the
+/// unperturbed convergence point (the rework on top is unknown yet).
+fn expected_costs<S>(
+    units: &[(usize, usize)],
+    points: &[Point],
+    baselines: &[Baseline<S>],
+    baseline_index: impl Fn(usize) -> usize,
+    seed: u64,
+) -> Vec<f64> {
+    units
+        .iter()
+        .map(|&(p, t)| {
+            let b = &baselines[baseline_index(t)];
+            let ft = failure_iteration(b, &points[p], seed, t);
+            (b.iterations() - ft + 1) as f64
+        })
+        .collect()
+}
+
+/// The groups of [`cohort_groups`] cut into cohorts of at most `size`,
+/// the most expensive (summed unit `costs`) first: `run_tasks` starts them
+/// in this order, so the cheapest end the run (see its scheduling note).
+fn most_expensive_first<'g>(
+    groups: &'g [Vec<usize>],
+    size: usize,
+    costs: &[f64],
+) -> Vec<&'g [usize]> {
+    let mut cohorts: Vec<&[usize]> = groups.iter().flat_map(|g| g.chunks(size)).collect();
+    let cost = |c: &[usize]| c.iter().map(|&u| costs[u]).sum::<f64>();
+    cohorts.sort_by(|a, b| cost(b).total_cmp(&cost(a)));
+    cohorts
 }
 
 /// The units to run, grouped by the unperturbed run they fork from
@@ -569,13 +588,7 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
         let s = Summary::of(&rework);
         let cfg = &p.config;
         let (failure_distribution, failure_p, failure_fixed_iteration, failure_mean_of_run) =
-            match cfg.failure_time {
-                FailureTime::Geometric { p } => ("geometric", Some(p), None, None),
-                FailureTime::GeometricOfRun { mean_of_run } => {
-                    ("geometric-of-run", None, None, Some(mean_of_run))
-                }
-                FailureTime::Fixed { iteration } => ("fixed", None, Some(iteration), None),
-            };
+            failure_columns(cfg.failure_time);
         let lost_ps_nodes = match cfg.loss {
             LossSpec::PsNodes(k) => Some(k),
             LossSpec::Fraction(_) => None,
@@ -624,20 +637,10 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             median_rework_to_predicted: accuracy.median_ratio,
         });
     }
-    let mut curve = BaselineRow::table();
-    for (run, metrics) in ctx.baselines.iter().enumerate() {
-        for (iteration, &metric) in metrics.iter().enumerate() {
-            curve.add(&BaselineRow {
-                run,
-                iteration,
-                metric,
-            });
-        }
-    }
     Ok(Outcome {
         summary,
         trials,
-        extra: vec![("baseline.csv".to_string(), curve)],
+        extra: vec![("baseline.csv".to_string(), baseline_curves(&ctx.baselines))],
         data: json!({
             "dataset": ctx.dataset,
             "provenance": ctx.provenance,
@@ -650,6 +653,33 @@ fn tables(sc: &RecoveryScenario, raw: &RawResult) -> Result<Outcome> {
             "baseline_final_metric": ctx.baselines.iter().map(|m| m.last().copied()).collect::<Vec<_>>(),
         }),
     })
+}
+
+/// The summary's failure-time columns: the distribution's name, then its
+/// one parameter in the column of its kind (the others empty).
+fn failure_columns(f: FailureTime) -> (&'static str, Option<f64>, Option<usize>, Option<f64>) {
+    match f {
+        FailureTime::Geometric { p } => ("geometric", Some(p), None, None),
+        FailureTime::GeometricOfRun { mean_of_run } => {
+            ("geometric-of-run", None, None, Some(mean_of_run))
+        }
+        FailureTime::Fixed { iteration } => ("fixed", None, Some(iteration), None),
+    }
+}
+
+/// `baseline.csv`: every unperturbed run's metric at every iteration.
+fn baseline_curves(baselines: &[Vec<f64>]) -> crate::report::Table {
+    let mut curve = BaselineRow::table();
+    for (run, metrics) in baselines.iter().enumerate() {
+        for (iteration, &metric) in metrics.iter().enumerate() {
+            curve.add(&BaselineRow {
+                run,
+                iteration,
+                metric,
+            });
+        }
+    }
+    curve
 }
 
 /// What `run --plan` measures: the unperturbed run and one cohort iteration.
