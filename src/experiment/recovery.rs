@@ -22,7 +22,7 @@ use crate::engine::{
     Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, run_baseline, run_baselines,
     run_cohort,
 };
-use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
+use crate::model::{Check, DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement};
 use crate::report::columns::recovery::{BaselineRow, SummaryRow, TrialRow};
 use crate::report::fmt_f64;
@@ -759,28 +759,78 @@ impl ModelVisitor for PlanVisitor<'_> {
                 shared_units += 1;
             }
         }
-        // One iteration of a full cohort, from the middle of the run.
+        // Iterations of a full cohort from the middle of the run, through the
+        // convergence test the run uses: the first one warms the caches and
+        // gives a certifying model (MLR) the exact evaluation its bounds
+        // start from; the next two are timed.
         let after_baseline = super::current_memory_bytes().unwrap_or(0);
-        let size = model.cohort_size().max(1).min(costs.len().max(1));
+        // A cohort holds units of one unperturbed run: with a per-trial data
+        // order, only the units of one trial that are still computed.
+        let per_run = computed.iter().filter(|&&c| c > 0.0).count().div_ceil(runs);
+        let size = model.cohort_size().max(1).min(per_run.max(1));
         let mid = &baseline.states[baseline.iterations() / 2];
-        let mut states: Vec<M::State> = (0..size)
-            .map(|_| {
-                let mut s = mid.clone();
-                model.rebuild_derived(&mut s);
-                s
-            })
-            .collect();
-        let active = vec![true; size];
-        let mut out = vec![0.0; size];
-        let mut ws = model.workspace();
-        let ctx = crate::model::IterCtx {
-            iteration: baseline.iterations() / 2,
-            run_seed: baseline.run_seed,
+        let copies = |n: usize| -> Vec<M::State> {
+            (0..n)
+                .map(|_| {
+                    let mut s = mid.clone();
+                    model.rebuild_derived(&mut s);
+                    s
+                })
+                .collect()
         };
+        let mut states = copies(size);
+        let active = vec![true; size];
+        let mut ws = model.workspace();
+        let mut iterate = |k: usize| {
+            let ctx = crate::model::IterCtx {
+                iteration: k,
+                run_seed: baseline.run_seed,
+            };
+            if self.opts.certify_metric {
+                let mut checks = vec![Check::Above; size];
+                let criterion = convergence.criterion;
+                model.check_many(&states, &active, ctx, criterion, &mut ws, &mut checks);
+            } else {
+                let mut out = vec![0.0; size];
+                model.metric_many(&states, &active, ctx, &mut ws, &mut out);
+            }
+            model.step_many(&mut states, &active, ctx, &mut ws);
+        };
+        let mid_k = baseline.iterations() / 2;
+        iterate(mid_k);
         let t0 = std::time::Instant::now();
-        model.metric_many(&states, &active, ctx, &mut ws, &mut out);
-        model.step_many(&mut states, &active, ctx, &mut ws);
-        let per_trial_iteration = t0.elapsed().as_secs_f64() / size as f64;
+        const TIMED: usize = 2;
+        for k in 1..=TIMED {
+            iterate(mid_k + k);
+        }
+        let per_trial_iteration = t0.elapsed().as_secs_f64() / (TIMED * size) as f64;
+        // A per-trial data order's unperturbed runs advance side by side in
+        // groups ([`run_baselines`]): one such iteration, timed the same way.
+        let baseline_seconds = if runs > 1 {
+            let group = model.cohort_size().max(1).min(runs);
+            let mut states = copies(group);
+            let active = vec![true; group];
+            let mut out = vec![0.0; group];
+            let mut apart = |k: usize| {
+                let next: Vec<crate::model::IterCtx> = (0..group)
+                    .map(|t| crate::model::IterCtx {
+                        iteration: k,
+                        run_seed: run_seed(sc, t),
+                    })
+                    .collect();
+                model.metric_apart(&states, &active, &next, &mut ws, &mut out);
+                model.step_apart(&mut states, &active, &next, &mut ws);
+            };
+            apart(mid_k);
+            let t0 = std::time::Instant::now();
+            for k in 1..=TIMED {
+                apart(mid_k + k);
+            }
+            let per_run_iteration = t0.elapsed().as_secs_f64() / (TIMED * group) as f64;
+            per_run_iteration * (baseline.iterations() * runs) as f64 / self.opts.threads as f64
+        } else {
+            one_baseline
+        };
         let cohort_bytes = super::current_memory_bytes()
             .unwrap_or(0)
             .saturating_sub(after_baseline);
@@ -788,8 +838,7 @@ impl ModelVisitor for PlanVisitor<'_> {
         let threads = self.opts.threads as u64;
         Ok(super::Plan {
             baseline_iterations: baseline.iterations(),
-            baseline_seconds: one_baseline * runs as f64
-                / if runs > 1 { threads as f64 } else { 1.0 },
+            baseline_seconds,
             trial_seconds: computed.iter().sum::<f64>() * per_trial_iteration,
             trial_iterations: computed.iter().sum(),
             shared_units,
