@@ -759,81 +759,29 @@ impl ModelVisitor for PlanVisitor<'_> {
                 shared_units += 1;
             }
         }
-        // Iterations of a full cohort from the middle of the run, through the
-        // convergence test the run uses: the first one warms the caches and
-        // gives a certifying model (MLR) the exact evaluation its bounds
-        // start from; the next two are timed.
+        // A cohort's time per member and iteration, and its memory (read
+        // while its states are alive).
         let after_baseline = super::current_memory_bytes().unwrap_or(0);
         // A cohort holds units of one unperturbed run: with a per-trial data
         // order, only the units of one trial that are still computed.
         let per_run = computed.iter().filter(|&&c| c > 0.0).count().div_ceil(runs);
         let size = model.cohort_size().max(1).min(per_run.max(1));
-        let mid = &baseline.states[baseline.iterations() / 2];
-        let copies = |n: usize| -> Vec<M::State> {
-            (0..n)
-                .map(|_| {
-                    let mut s = mid.clone();
-                    model.rebuild_derived(&mut s);
-                    s
-                })
-                .collect()
-        };
-        let mut states = copies(size);
-        let active = vec![true; size];
-        let mut ws = model.workspace();
-        let mut iterate = |k: usize| {
-            let ctx = crate::model::IterCtx {
-                iteration: k,
-                run_seed: baseline.run_seed,
-            };
-            if self.opts.certify_metric {
-                let mut checks = vec![Check::Above; size];
-                let criterion = convergence.criterion;
-                model.check_many(&states, &active, ctx, criterion, &mut ws, &mut checks);
-            } else {
-                let mut out = vec![0.0; size];
-                model.metric_many(&states, &active, ctx, &mut ws, &mut out);
-            }
-            model.step_many(&mut states, &active, ctx, &mut ws);
-        };
-        let mid_k = baseline.iterations() / 2;
-        iterate(mid_k);
-        let t0 = std::time::Instant::now();
-        const TIMED: usize = 2;
-        for k in 1..=TIMED {
-            iterate(mid_k + k);
-        }
-        let per_trial_iteration = t0.elapsed().as_secs_f64() / (TIMED * size) as f64;
+        let certify = self.opts.certify_metric.then_some(convergence.criterion);
+        let (per_trial_iteration, states) = time_cohort(model, &baseline, size, certify);
         // A per-trial data order's unperturbed runs advance side by side in
-        // groups ([`run_baselines`]): one such iteration, timed the same way.
+        // groups ([`run_baselines`]).
         let baseline_seconds = if runs > 1 {
             let group = model.cohort_size().max(1).min(runs);
-            let mut states = copies(group);
-            let active = vec![true; group];
-            let mut out = vec![0.0; group];
-            let mut apart = |k: usize| {
-                let next: Vec<crate::model::IterCtx> = (0..group)
-                    .map(|t| crate::model::IterCtx {
-                        iteration: k,
-                        run_seed: run_seed(sc, t),
-                    })
-                    .collect();
-                model.metric_apart(&states, &active, &next, &mut ws, &mut out);
-                model.step_apart(&mut states, &active, &next, &mut ws);
-            };
-            apart(mid_k);
-            let t0 = std::time::Instant::now();
-            for k in 1..=TIMED {
-                apart(mid_k + k);
-            }
-            let per_run_iteration = t0.elapsed().as_secs_f64() / (TIMED * group) as f64;
-            per_run_iteration * (baseline.iterations() * runs) as f64 / self.opts.threads as f64
+            let seeds: Vec<u64> = (0..group).map(|t| run_seed(sc, t)).collect();
+            time_side_by_side(model, &baseline, &seeds) * (baseline.iterations() * runs) as f64
+                / self.opts.threads as f64
         } else {
             one_baseline
         };
         let cohort_bytes = super::current_memory_bytes()
             .unwrap_or(0)
             .saturating_sub(after_baseline);
+        drop(states);
         let baseline_bytes = after_baseline.saturating_sub(before);
         let threads = self.opts.threads as u64;
         Ok(super::Plan {
@@ -848,4 +796,92 @@ impl ModelVisitor for PlanVisitor<'_> {
             unit_costs: costs,
         })
     }
+}
+
+/// Iterations the plan times after one warm-up iteration (which also gives a
+/// certifying model the exact evaluation its bounds start from).
+const PLAN_TIMED_ITERATIONS: usize = 2;
+
+/// `n` copies of the unperturbed run's middle state, and that iteration.
+fn mid_copies<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    n: usize,
+) -> (Vec<M::State>, usize) {
+    let k = baseline.iterations() / 2;
+    let copies = (0..n)
+        .map(|_| {
+            let mut s = baseline.states[k].clone();
+            model.rebuild_derived(&mut s);
+            s
+        })
+        .collect();
+    (copies, k)
+}
+
+/// Seconds per member and iteration of a cohort of `size` members stepped
+/// from the middle of the unperturbed run through the run's convergence
+/// test (certified against `criterion`, or the exact metric with `None`),
+/// and the cohort's states (kept alive while the plan reads the memory).
+fn time_cohort<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    size: usize,
+    criterion: Option<f64>,
+) -> (f64, Vec<M::State>) {
+    let (mut states, mid) = mid_copies(model, baseline, size);
+    let active = vec![true; size];
+    let mut ws = model.workspace();
+    let mut iterate = |states: &mut Vec<M::State>, k: usize| {
+        let ctx = crate::model::IterCtx {
+            iteration: k,
+            run_seed: baseline.run_seed,
+        };
+        match criterion {
+            Some(c) => {
+                let mut checks = vec![Check::Above; size];
+                model.check_many(states, &active, ctx, c, &mut ws, &mut checks);
+            }
+            None => {
+                let mut out = vec![0.0; size];
+                model.metric_many(states, &active, ctx, &mut ws, &mut out);
+            }
+        }
+        model.step_many(states, &active, ctx, &mut ws);
+    };
+    iterate(&mut states, mid);
+    let t0 = std::time::Instant::now();
+    for k in 1..=PLAN_TIMED_ITERATIONS {
+        iterate(&mut states, mid + k);
+    }
+    let seconds = t0.elapsed().as_secs_f64() / (PLAN_TIMED_ITERATIONS * size) as f64;
+    (seconds, states)
+}
+
+/// Seconds per run and iteration of unperturbed runs with the data orders
+/// of `seeds` stepped side by side from the middle of `baseline`, as
+/// [`run_baselines`] steps them.
+fn time_side_by_side<M: Model>(model: &M, baseline: &Baseline<M::State>, seeds: &[u64]) -> f64 {
+    let n = seeds.len();
+    let (mut states, mid) = mid_copies(model, baseline, n);
+    let active = vec![true; n];
+    let mut out = vec![0.0; n];
+    let mut ws = model.workspace();
+    let mut apart = |k: usize| {
+        let next: Vec<crate::model::IterCtx> = seeds
+            .iter()
+            .map(|&run_seed| crate::model::IterCtx {
+                iteration: k,
+                run_seed,
+            })
+            .collect();
+        model.metric_apart(&states, &active, &next, &mut ws, &mut out);
+        model.step_apart(&mut states, &active, &next, &mut ws);
+    };
+    apart(mid);
+    let t0 = std::time::Instant::now();
+    for k in 1..=PLAN_TIMED_ITERATIONS {
+        apart(mid + k);
+    }
+    t0.elapsed().as_secs_f64() / (PLAN_TIMED_ITERATIONS * n) as f64
 }

@@ -46,6 +46,24 @@ pub(super) fn derive(
 }
 
 /// Builds the output tables from the records of every unit.
+/// `baseline.csv`: the unperturbed run's metric, distance to the optimum,
+/// step norm and the online predictor's estimates at every iteration.
+fn baseline_curve(ctx: &PerturbationContext) -> crate::report::Table {
+    let mut curve = BaselineRow::table();
+    for (k, m) in ctx.baseline_metrics.iter().enumerate() {
+        let est = ctx.predictor.estimate_at(k);
+        curve.add(&BaselineRow {
+            iteration: k,
+            metric: *m,
+            distance_to_optimum: ctx.distances[k],
+            step_norm: ctx.step_norms.get(k).copied().unwrap_or(f64::NAN),
+            predicted_rate: est.map_or(f64::NAN, |e| e.rate),
+            predicted_initial_distance: est.map_or(f64::NAN, |e| e.initial_distance),
+        });
+    }
+    curve
+}
+
 pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outcome> {
     let ctx: PerturbationContext = serde_json::from_value(raw.context.clone())
         .context("malformed perturbation context (was it written by another version?)")?;
@@ -152,22 +170,10 @@ pub(crate) fn tables(sc: &PerturbationScenario, raw: &RawResult) -> Result<Outco
             data: ctx.provenance.label().to_string(),
         });
     }
-    let mut curve = BaselineRow::table();
-    for (k, m) in ctx.baseline_metrics.iter().enumerate() {
-        let est = ctx.predictor.estimate_at(k);
-        curve.add(&BaselineRow {
-            iteration: k,
-            metric: *m,
-            distance_to_optimum: ctx.distances[k],
-            step_norm: ctx.step_norms.get(k).copied().unwrap_or(f64::NAN),
-            predicted_rate: est.map_or(f64::NAN, |e| e.rate),
-            predicted_initial_distance: est.map_or(f64::NAN, |e| e.initial_distance),
-        });
-    }
     Ok(Outcome {
         summary,
         trials,
-        extra: vec![("baseline.csv".to_string(), curve)],
+        extra: vec![("baseline.csv".to_string(), baseline_curve(&ctx))],
         data: json!({
             "dataset": ctx.dataset,
             "provenance": ctx.provenance,
