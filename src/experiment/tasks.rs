@@ -10,10 +10,10 @@
 //! with an error (never a panic) for a record that is missing, extra or
 //! malformed: records come back from journals and shards a user can edit.
 
-use anyhow::{Context, Result, bail};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
