@@ -248,7 +248,7 @@ const SGD_BATCH: usize = 16;
 const SGD_REPEAT: usize = 64;
 
 /// One worker's minibatch gradient, as the wall-clock protocol runs compute
-/// it ([`crate::model::mlr_gradient::MlrGradient`]).
+/// it ([`crate::model::mlr::gradient::MlrGradient`]).
 struct Sgd;
 
 impl HotKernel for Sgd {
@@ -269,8 +269,8 @@ impl HotKernel for Sgd {
     }
     fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
         use crate::model::gradient::GradientModel;
+        use crate::model::mlr::gradient::MlrGradient;
         use crate::model::mlr::{Mlr, MlrConfig};
-        use crate::model::mlr_gradient::MlrGradient;
         let data = mnist(ctx)?;
         let x = Csr::from_dense(&data.x, data.rows, data.features);
         let model = MlrGradient::new(
@@ -301,8 +301,8 @@ impl HotKernel for Sgd {
 }
 
 struct SgdRun {
-    model: crate::model::mlr_gradient::MlrGradient,
-    ws: crate::model::mlr_gradient::MlrGradientWorkspace,
+    model: crate::model::mlr::gradient::MlrGradient,
+    ws: crate::model::mlr::gradient::MlrGradientWorkspace,
     w: Vec<f32>,
     g: Vec<f32>,
     next: u64,

@@ -13,10 +13,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::cnn::gradient::{self as cnn_gradient, CnnGradient};
 use super::cnn::{Cnn, CnnConfig};
-use super::cnn_gradient::{self, CnnGradient};
+use super::mlr::gradient::MlrGradient;
 use super::mlr::{Mlr, MlrConfig};
-use super::mlr_gradient::MlrGradient;
 use super::quadratic::{NoisyQuadratic, QuadraticConfig};
 use super::{CnnSpec, MlrSpec, ModelSpec};
 use crate::data::{DataCache, DataOptions, DatasetName};
@@ -305,7 +305,7 @@ pub(crate) fn build_gradient_and_visit<V: GradientVisitor>(
                 }),
             };
             // The minibatch is used as given, as for the MLR; the PS applies
-            // SGD with `learning_rate` (see cnn_gradient).
+            // SGD with `learning_rate` (see cnn::gradient).
             let cnn = Cnn::new(
                 d,
                 &CnnConfig {

@@ -7,15 +7,12 @@
 //! single blocks when it checkpoints, fails and recovers.
 
 pub mod cnn;
-pub(crate) mod cnn_gradient;
 pub(crate) mod flat;
 pub mod gradient;
 pub(crate) mod kernels;
 pub mod lda;
 pub mod mf;
 pub mod mlr;
-pub(crate) mod mlr_gradient;
-pub(crate) mod qp;
 pub mod quadratic;
 pub(crate) mod registry;
 

@@ -14,7 +14,7 @@ use super::cnn::{Cnn, CnnConfig, CnnMetric, Partitioning};
 use super::lda::{Lda, LdaConfig};
 use super::mf::{Mf, MfConfig};
 use super::mlr::{Mlr, MlrConfig};
-use super::qp::{self, Qp, QpConfig};
+use super::quadratic::qp::{self, Qp, QpConfig};
 use crate::data::{DataCache, DataOptions, DatasetName, Provenance, corpus, ratings, synthetic};
 
 /// Multinomial logistic regression by minibatch SGD ([`Mlr`]): the fields
@@ -213,7 +213,8 @@ pub fn build_and_visit<V: ModelVisitor>(
             let used = DataUsed {
                 dataset: DatasetName::None,
                 provenance: Provenance::Synthetic {
-                    description: "no data: the 4-D quadratic objective of src/model/qp.rs".into(),
+                    description:
+                        "no data: the 4-D quadratic objective of src/model/quadratic/qp.rs".into(),
                     scale: 1.0,
                 },
                 size_ratio: 1.0,

@@ -5,13 +5,13 @@ use super::tables::derive;
 use super::trial::Buffers;
 use super::*;
 use crate::model::ModelSpec;
-use crate::model::qp::{OPTIMUM, Qp, QpConfig};
+use crate::model::quadratic::qp::{OPTIMUM, Qp, QpConfig};
 use crate::rng::{Purpose, stream};
 use crate::scenario::perturbation::{CriterionSpec, Draw, NormSpec, RateMethod, TheorySpec};
 use crate::scenario::perturbation::{NormScale, PerturbationSeries, Schedule};
 use approx::assert_abs_diff_eq;
 
-fn qp_reference(qp: &Qp) -> Reference<crate::model::qp::QpState> {
+fn qp_reference(qp: &Qp) -> Reference<crate::model::quadratic::qp::QpState> {
     reference(
         qp,
         &ModelSpec::Qp {

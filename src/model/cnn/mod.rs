@@ -61,6 +61,7 @@
 //!   Either way the metric is a deterministic function of the state, as the
 //!   engine requires.
 
+pub(crate) mod gradient;
 pub(crate) mod layers;
 pub(crate) mod net;
 pub(crate) mod vector;
@@ -369,7 +370,7 @@ impl Cnn {
     /// `out` (length [`Arch::parameters`]); returns the minibatch's mean
     /// cross-entropy. This is what a worker of the wall-clock protocol
     /// simulations computes on the parameters it pulled
-    /// ([`crate::model::cnn_gradient`]).
+    /// ([`gradient`]).
     pub(crate) fn minibatch_gradient(
         &self,
         w: &[f32],

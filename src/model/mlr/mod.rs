@@ -33,6 +33,7 @@
 
 mod apart;
 mod bound;
+pub(crate) mod gradient;
 mod pass;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! A protocol scenario's `[model] kind = "cnn"` table: the SCAR-only keys
 //! are rejected (the protocols update the CNN by SGD, see
-//! `model::cnn_gradient`).
+//! `model::cnn::gradient`).
 
 use std::ops::Range;
 

@@ -115,7 +115,7 @@ mod tests {
         );
         let qp = ModelSpec::Qp {
             step_size: 0.1,
-            x0: [0.0; crate::model::qp::DIM],
+            x0: [0.0; crate::model::quadratic::qp::DIM],
         };
         assert_eq!(GradientSpec::try_from(qp.clone()), Err(qp));
     }

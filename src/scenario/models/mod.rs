@@ -6,7 +6,7 @@
 //! - `ModelSpec::parse` (here): the SCAR models (`mlr`, `mf`, `lda`, `qp`, `cnn`).
 //! - `GradientSpec::parse` (`gradient.rs`): a protocol scenario's model,
 //!   the registry's `mlr` and `cnn` or the noisy `quadratic`
-//!   (`quadratic.rs`); a protocol CNN table is checked by `cnn.rs`.
+//!   (`quadratic.rs`, for `model::quadratic::noisy`); a protocol CNN table is checked by `cnn.rs`.
 
 mod cnn;
 mod gradient;
@@ -20,7 +20,7 @@ use serde::Deserialize;
 use crate::data::DatasetName;
 use crate::model::cnn::{CnnMetric, Partitioning};
 use crate::model::lda::MAX_TOPICS;
-use crate::model::qp;
+use crate::model::quadratic::qp;
 use crate::model::{CnnSpec, MlrSpec, ModelSpec};
 
 use crate::scenario::SourceText;

@@ -442,7 +442,7 @@ pub(crate) fn parse_theory(
 /// The model's known optimum as flat parameters, where it is known (QP: A⁻¹b).
 pub(crate) fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
     match model {
-        ModelSpec::Qp { .. } => Some(crate::model::qp::OPTIMUM.to_vec()),
+        ModelSpec::Qp { .. } => Some(crate::model::quadratic::qp::OPTIMUM.to_vec()),
         _ => None,
     }
 }
@@ -450,7 +450,9 @@ pub(crate) fn analytic_optimum(model: &ModelSpec) -> Option<Vec<f64>> {
 /// The model's analytic linear rate c, where it is known (QP: max|1 − αλ_i|).
 pub(crate) fn analytic_rate(model: &ModelSpec) -> Option<f64> {
     match model {
-        ModelSpec::Qp { step_size, .. } => Some(crate::model::qp::contraction_rate(*step_size)),
+        ModelSpec::Qp { step_size, .. } => {
+            Some(crate::model::quadratic::qp::contraction_rate(*step_size))
+        }
         _ => None,
     }
 }

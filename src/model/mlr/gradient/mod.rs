@@ -2,7 +2,7 @@
 //! wall-clock protocol simulations.
 //!
 //! The parameters are MLR's M×N weight matrix (row-major, as in
-//! [`super::mlr`]), initialised to zero. Gradient computation `index` of a run
+//! [`super`]), initialised to zero. Gradient computation `index` of a run
 //! uses minibatch `index` of the run's data order (MLR's epoch permutations,
 //! so minibatches are drawn without replacement within an epoch, in the order
 //! the workers start their computations). The gradient is the mean
@@ -17,10 +17,10 @@
 
 use rand::seq::SliceRandom;
 
-use super::gradient::{GradientDraw, GradientInfo, GradientModel};
-use super::kernels::{exp_f32, ln_f64};
-use super::mlr::{Mlr, MlrWorkspace};
-use super::{IterCtx, Model};
+use super::{Mlr, MlrWorkspace};
+use crate::model::gradient::{GradientDraw, GradientInfo, GradientModel};
+use crate::model::kernels::{exp_f32, ln_f64};
+use crate::model::{IterCtx, Model};
 use crate::rng::{Purpose, stream};
 
 /// MLR with a fixed loss-evaluation subsample.

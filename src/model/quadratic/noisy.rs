@@ -18,7 +18,7 @@
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use super::gradient::{GradientDraw, GradientInfo, GradientModel, KnownConstants};
+use crate::model::gradient::{GradientDraw, GradientInfo, GradientModel, KnownConstants};
 use crate::rng::{Purpose, stream};
 
 /// Parameters of the noisy quadratic.

@@ -37,8 +37,8 @@
 //! distance to the known optimum, `‖x − x*‖`, so a run's criterion ε is
 //! exactly SCAR's ε-optimality.
 
-use super::flat::FlatParams;
-use super::{IterCtx, Model, ModelInfo};
+use crate::model::flat::FlatParams;
+use crate::model::{IterCtx, Model, ModelInfo};
 
 /// Dimension of the problem.
 pub(crate) const DIM: usize = 4;

@@ -1,11 +1,11 @@
-//! The CNN ([`super::cnn`]) as a [`GradientModel`], for the wall-clock
+//! The CNN ([`super`]) as a [`GradientModel`], for the wall-clock
 //! protocol simulations (Dutta et al. 2018).
 //!
 //! The parameters are the CNN's flat vector (ten tensors end to end, layout
-//! in [`super::cnn::net`]), initialised as in the SCAR scenarios (PyTorch's
+//! in [`super::net`]), initialised as in the SCAR scenarios (PyTorch's
 //! default U(±1/√fan_in), from the scenario seed). Gradient computation
 //! `index` of a run uses minibatch `index` of the run's data order (the
-//! CNN's epoch permutations, as [`super::mlr_gradient`] does for the MLR);
+//! CNN's epoch permutations, as [`crate::model::mlr::gradient`] does for the MLR);
 //! the gradient is that of the minibatch's mean cross-entropy at the
 //! parameters the worker pulled. The loss of the error curve is the mean
 //! cross-entropy over a fixed subsample of the training set (the CNN's
@@ -22,9 +22,9 @@
 
 use anyhow::{Result, bail};
 
-use super::cnn::{Cnn, CnnMetric, CnnWorkspace};
-use super::gradient::{GradientDraw, GradientInfo, GradientModel};
-use super::{IterCtx, Model};
+use super::{Cnn, CnnMetric, CnnWorkspace};
+use crate::model::gradient::{GradientDraw, GradientInfo, GradientModel};
+use crate::model::{IterCtx, Model};
 
 /// The CNN with a fixed loss-evaluation subsample.
 pub(crate) struct CnnGradient {
