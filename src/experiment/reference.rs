@@ -75,30 +75,7 @@ pub(crate) fn reference<M: Model>(
     run_seed: u64,
 ) -> Result<Reference<M::State>> {
     let mut ws = model.workspace();
-    let epsilon = match criterion {
-        CriterionSpec::Value(e) => e * size_ratio,
-        CriterionSpec::UnperturbedIterations(n) => {
-            let mut s = model.init();
-            for k in 0..n - 1 {
-                model.step(
-                    &mut s,
-                    IterCtx {
-                        iteration: k,
-                        run_seed,
-                    },
-                    &mut ws,
-                );
-            }
-            let m = model.metric(&s, &mut ws);
-            if !(m.is_finite() && m > 0.0) {
-                bail!(
-                    "cannot set ε from the unperturbed run: the metric of x({}) is {m}",
-                    n - 1
-                );
-            }
-            m * (1.0 - CRITERION_MARGIN)
-        }
-    };
+    let epsilon = criterion_value(model, &mut ws, criterion, size_ratio, run_seed)?;
     let baseline = run_baseline(
         model,
         &Convergence {
@@ -108,38 +85,7 @@ pub(crate) fn reference<M: Model>(
         run_seed,
     )?;
     let b = baseline.iterations();
-    let optimum = match theory.optimum {
-        OptimumSpec::LongRun { iterations: n } => {
-            if n <= b {
-                bail!(
-                    "theory.optimum_iterations = {n} must exceed the {b} iterations the unperturbed run \
-                     needs: x* is estimated by running well past convergence"
-                );
-            }
-            let mut optimum = baseline.states[b].clone();
-            model.rebuild_derived(&mut optimum);
-            for k in b..n {
-                model.step(
-                    &mut optimum,
-                    IterCtx {
-                        iteration: k,
-                        run_seed,
-                    },
-                    &mut ws,
-                );
-            }
-            optimum
-        }
-        OptimumSpec::Analytic => {
-            let (Some(values), Some(flat)) = (analytic_optimum(spec), model.flat_params()) else {
-                bail!("`{}` has no known optimum", spec.kind_name());
-            };
-            let mut optimum = model.init();
-            flat.write_params(&mut optimum, &values);
-            model.rebuild_derived(&mut optimum);
-            optimum
-        }
-    };
+    let optimum = estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)?;
     let optimum_iterations = match theory.optimum {
         OptimumSpec::LongRun { iterations } => Some(iterations),
         OptimumSpec::Analytic => None,
@@ -186,6 +132,87 @@ pub(crate) fn reference<M: Model>(
         initial_distance,
         predictor,
     })
+}
+
+/// The criterion ε: the scenario's value scaled to the data's size, or the
+/// metric the unperturbed run reaches after n − 1 iterations less
+/// [`CRITERION_MARGIN`] (so that it converges at iteration n).
+fn criterion_value<M: Model>(
+    model: &M,
+    ws: &mut M::Workspace,
+    criterion: CriterionSpec,
+    size_ratio: f64,
+    run_seed: u64,
+) -> Result<f64> {
+    match criterion {
+        CriterionSpec::Value(e) => Ok(e * size_ratio),
+        CriterionSpec::UnperturbedIterations(n) => {
+            let mut s = model.init();
+            for k in 0..n - 1 {
+                model.step(
+                    &mut s,
+                    IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    ws,
+                );
+            }
+            let m = model.metric(&s, ws);
+            if !(m.is_finite() && m > 0.0) {
+                bail!(
+                    "cannot set ε from the unperturbed run: the metric of x({}) is {m}",
+                    n - 1
+                );
+            }
+            Ok(m * (1.0 - CRITERION_MARGIN))
+        }
+    }
+}
+
+/// x*: the unperturbed run continued well past convergence, or the model's
+/// known optimum.
+fn estimate_optimum<M: Model>(
+    model: &M,
+    ws: &mut M::Workspace,
+    spec: &ModelSpec,
+    theory: &TheorySpec,
+    baseline: &Baseline<M::State>,
+    run_seed: u64,
+) -> Result<M::State> {
+    let b = baseline.iterations();
+    match theory.optimum {
+        OptimumSpec::LongRun { iterations: n } => {
+            if n <= b {
+                bail!(
+                    "theory.optimum_iterations = {n} must exceed the {b} iterations the unperturbed run \
+                     needs: x* is estimated by running well past convergence"
+                );
+            }
+            let mut optimum = baseline.states[b].clone();
+            model.rebuild_derived(&mut optimum);
+            for k in b..n {
+                model.step(
+                    &mut optimum,
+                    IterCtx {
+                        iteration: k,
+                        run_seed,
+                    },
+                    ws,
+                );
+            }
+            Ok(optimum)
+        }
+        OptimumSpec::Analytic => {
+            let (Some(values), Some(flat)) = (analytic_optimum(spec), model.flat_params()) else {
+                bail!("`{}` has no known optimum", spec.kind_name());
+            };
+            let mut optimum = model.init();
+            flat.write_params(&mut optimum, &values);
+            model.rebuild_derived(&mut optimum);
+            Ok(optimum)
+        }
+    }
 }
 
 impl<S> Reference<S> {

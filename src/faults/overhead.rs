@@ -86,6 +86,47 @@ pub struct IterationRun {
     pub perturbation_norm: f64,
 }
 
+/// Checkpoint writes still running, oldest first: (finish time, iteration,
+/// blocks, values).
+struct PendingWrites<S>(VecDeque<(f64, usize, Vec<usize>, S)>);
+
+impl<S> Default for PendingWrites<S> {
+    fn default() -> Self {
+        PendingWrites(VecDeque::new())
+    }
+}
+
+impl<S> PendingWrites<S> {
+    /// Commits every write finished by `until` to `committed`, in order.
+    fn commit_until<M: Model<State = S>>(
+        &mut self,
+        model: &M,
+        committed: &mut RunningCheckpoint<S>,
+        until: f64,
+    ) {
+        while self.0.front().is_some_and(|p| p.0 <= until) {
+            let (_, at, blocks, values) = self.0.pop_front().expect("checked");
+            for b in blocks {
+                model.copy_block(&values, &mut committed.state, b);
+                committed.saved_at[b] = at;
+            }
+        }
+    }
+
+    /// A failure strikes: writes not finished by it are lost (the failed
+    /// nodes' part for sure; choice: all of them, the conservative reading).
+    /// Returns how many of the `lost` blocks those writes held.
+    fn lose(&mut self, lost: &[usize]) -> usize {
+        let held = self
+            .0
+            .iter()
+            .map(|(_, _, blocks, _)| blocks.iter().filter(|b| lost.contains(b)).count())
+            .sum();
+        self.0.clear();
+        held
+    }
+}
+
 /// Runs one timeline of `model` from x(0) to `criterion` (at most `max_iterations`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_iterations<M: Model>(
@@ -109,8 +150,7 @@ pub fn run_iterations<M: Model>(
     };
     let mut cache = model.snapshot(&state);
     let mut selector = SelectorState::new(model);
-    // Writes still running: (finish time, iteration, blocks, values).
-    let mut pending: VecDeque<(f64, usize, Vec<usize>, M::State)> = VecDeque::new();
+    let mut pending = PendingWrites::<M::State>::default();
     let period = policy.period();
     let mut t = 0.0;
     let mut split = TimeSplit::default();
@@ -121,17 +161,6 @@ pub fn run_iterations<M: Model>(
     let mut k = 0;
     let mut curve_time = Vec::new();
     let mut curve_metric = Vec::new();
-    let commit_until = |pending: &mut VecDeque<(f64, usize, Vec<usize>, M::State)>,
-                        committed: &mut RunningCheckpoint<M::State>,
-                        until: f64| {
-        while pending.front().is_some_and(|p| p.0 <= until) {
-            let (_, at, blocks, values) = pending.pop_front().expect("checked");
-            for b in blocks {
-                model.copy_block(&values, &mut committed.state, b);
-                committed.saved_at[b] = at;
-            }
-        }
-    };
     let converged = loop {
         let m = model.metric(&state, ws);
         curve_time.push(t);
@@ -146,13 +175,8 @@ pub fn run_iterations<M: Model>(
             failed = true;
             let wasted = f.offset * costs.iteration_time;
             let t_fail = t + wasted;
-            commit_until(&mut pending, &mut committed, t_fail);
-            for (_, _, blocks, _) in &pending {
-                unpersisted_lost += blocks.iter().filter(|b| f.lost.contains(b)).count();
-            }
-            // Writes not finished by the failure are lost (the failed nodes' part
-            // for sure; choice: all of them, the conservative reading).
-            pending.clear();
+            pending.commit_until(model, &mut committed, t_fail);
+            unpersisted_lost += pending.lose(&f.lost);
             let out = recovery.apply(model, &mut state, &committed, &f.lost, k);
             perturbation_norm = out.perturbation_norm;
             // The restored blocks' cache holds the saved values again.
@@ -189,16 +213,18 @@ pub fn run_iterations<M: Model>(
                 let pause = share * costs.cache_time;
                 t += pause;
                 split.dump += pause;
-                pending.push_back((t + share * costs.write_time, k, chosen, values));
+                pending
+                    .0
+                    .push_back((t + share * costs.write_time, k, chosen, values));
             } else {
                 let pause = share * costs.write_time;
                 t += pause;
                 split.dump += pause;
-                pending.push_back((t, k, chosen, values));
-                commit_until(&mut pending, &mut committed, t);
+                pending.0.push_back((t, k, chosen, values));
+                pending.commit_until(model, &mut committed, t);
             }
         }
-        commit_until(&mut pending, &mut committed, t);
+        pending.commit_until(model, &mut committed, t);
     };
     split.solve = baseline_iterations as f64 * costs.iteration_time;
     split.rework += (k as f64 - baseline_iterations as f64) * costs.iteration_time;

@@ -11,6 +11,7 @@ use crate::experiment::{Outcome, RawResult};
 use crate::faults::overhead::{IterationCosts, IterationFailure, IterationRun, run_iterations};
 use crate::model::{DataUsed, Model, ModelVisitor};
 use crate::policy::{Placement, RecoveryPolicy};
+use crate::report::Table;
 use crate::report::columns::faults::{
     ComparisonRow, IterationsCurveRow, IterationsSummaryRow, IterationsTrialRow,
 };
@@ -212,23 +213,46 @@ pub(super) fn iterations_tables(
                 unpersisted_lost: r.unpersisted_lost,
             });
         }
-        // Mean curve by iteration (while every trial still has that iteration).
-        let len = rs.iter().map(|r| r.curve_time.len()).min().unwrap_or(0);
-        for k in 0..len {
-            let m = Summary::of(&rs.iter().map(|r| r.curve_metric[k]).collect::<Vec<_>>());
-            curves.add(&IterationsCurveRow {
-                scenario: sc.meta.name.clone(),
-                series: s.name.clone(),
-                iteration: k,
-                trials: rs.len(),
-                time_mean: rs.iter().map(|r| r.curve_time[k]).sum::<f64>() / rs.len() as f64,
-                metric_mean: m.mean,
-                metric_ci95_low: m.ci95_low,
-                metric_ci95_high: m.ci95_high,
-            });
-        }
+        mean_curve(&mut curves, &sc.meta.name, &s.name, rs);
     }
-    // Paired by trial against the first full-recovery series.
+    Outcome {
+        summary,
+        trials: trial_table,
+        extra: vec![
+            ("curves.csv".into(), curves),
+            ("comparison.csv".into(), paired_with_full(cfg, runs, trials)),
+        ],
+        data: ctx.data_details.clone(),
+        details: json!({
+            "measure": "iterations",
+            "criterion": ctx.criterion,
+            "baseline_iterations": ctx.baseline_iterations,
+        }),
+    }
+}
+
+/// A series' mean curve by iteration, while every trial still has that
+/// iteration.
+fn mean_curve(curves: &mut Table, scenario: &str, series: &str, rs: &[IterationRun]) {
+    let len = rs.iter().map(|r| r.curve_time.len()).min().unwrap_or(0);
+    for k in 0..len {
+        let m = Summary::of(&rs.iter().map(|r| r.curve_metric[k]).collect::<Vec<_>>());
+        curves.add(&IterationsCurveRow {
+            scenario: scenario.to_string(),
+            series: series.to_string(),
+            iteration: k,
+            trials: rs.len(),
+            time_mean: rs.iter().map(|r| r.curve_time[k]).sum::<f64>() / rs.len() as f64,
+            metric_mean: m.mean,
+            metric_ci95_low: m.ci95_low,
+            metric_ci95_high: m.ci95_high,
+        });
+    }
+}
+
+/// Every series paired by trial against the first full-recovery series
+/// (empty when there is none): the time and iterations each saves.
+fn paired_with_full(cfg: &IterationsConfig, runs: &[IterationRun], trials: usize) -> Table {
     let mut comparison = ComparisonRow::table();
     if let Some(reference) = cfg
         .series
@@ -263,20 +287,7 @@ pub(super) fn iterations_tables(
             }
         }
     }
-    Outcome {
-        summary,
-        trials: trial_table,
-        extra: vec![
-            ("curves.csv".into(), curves),
-            ("comparison.csv".into(), comparison),
-        ],
-        data: ctx.data_details.clone(),
-        details: json!({
-            "measure": "iterations",
-            "criterion": ctx.criterion,
-            "baseline_iterations": ctx.baseline_iterations,
-        }),
-    }
+    comparison
 }
 
 /// One per-run quantity compared between series.

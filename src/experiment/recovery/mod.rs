@@ -166,6 +166,37 @@ struct RecoveryVisitor<'a> {
     driver: &'a Driver<'a>,
 }
 
+impl RecoveryVisitor<'_> {
+    /// Across scenarios (`reproduce`): the keys under which this run's units
+    /// (`mine`) offer and take outcomes, so that a group of identical units
+    /// takes the outcome another scenario computed for one of its members'
+    /// keys. `None` without a shared cache, or for a run whose inputs cannot
+    /// be keyed (a data path that is not text): such a run shares nothing.
+    fn run_share<'s>(
+        &'s self,
+        data: &DataUsed,
+        convergence: &Convergence,
+        blocks: usize,
+        (units, points): (&[(usize, usize)], &[Point]),
+        mine: &[usize],
+        prep: impl Fn(usize) -> &'s Prepared,
+    ) -> Result<Option<RunShare<'s>>> {
+        let sc = self.scenario;
+        let Some(cache) = self.opts.shared_outcomes.as_deref() else {
+            return Ok(None);
+        };
+        let Ok(run) = RunKey::new(sc, data, &self.opts.data, convergence, blocks) else {
+            return Ok(None);
+        };
+        let mut keys = vec![None; units.len()];
+        for &u in mine {
+            let (pi, t) = units[u];
+            keys[u] = Some(unit_key(sc, &points[pi], t, prep(u))?);
+        }
+        Ok(Some(RunShare::new(cache, run, keys)))
+    }
+}
+
 impl ModelVisitor for RecoveryVisitor<'_> {
     type Output = Result<RawResult>;
 
@@ -211,25 +242,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
         } else {
             (todo.clone(), vec![Vec::new(); units.len()])
         };
-        // Across scenarios (`reproduce`): a group of identical units takes the
-        // outcome another scenario computed for one of its members' keys. A
-        // run whose inputs cannot be keyed (a data path that is not text)
-        // simply shares nothing.
-        let run_key = |cache| {
-            let run = RunKey::new(sc, data, &self.opts.data, &convergence, blocks).ok()?;
-            Some((cache, run))
-        };
-        let across = match self.opts.shared_outcomes.as_deref().and_then(run_key) {
-            Some((cache, run)) => {
-                let mut keys = vec![None; units.len()];
-                for &u in &mine {
-                    let (pi, t) = units[u];
-                    keys[u] = Some(unit_key(sc, &points[pi], t, prep(u))?);
-                }
-                Some(RunShare::new(cache, run, keys))
-            }
-            None => None,
-        };
+        let across = self.run_share(data, &convergence, blocks, (&units, &points), &mine, prep)?;
         let (representatives, taken) = match &across {
             None => (representatives, Vec::new()),
             Some(share) => take_shared(

@@ -1,6 +1,8 @@
 //! The `[wallclock]` measure of a `faults` scenario: workers, the PS, the
 //! checkpoint costs, the prices and the strategy series.
 
+use std::ops::Range;
+
 use anyhow::Result;
 use toml::Spanned;
 
@@ -22,21 +24,7 @@ pub(super) fn wallclock(
 ) -> Result<WallclockConfig> {
     let span = w.span();
     let r = w.get_ref();
-    let Some(model) = &raw.model else {
-        return Err(src.error_at(
-            span,
-            "model",
-            "[wallclock] needs a [model] table (kind = \"mlr\" or \"cnn\")",
-        ));
-    };
-    let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
-    if !matches!(spec, GradientSpec::Mlr(_) | GradientSpec::Cnn(_)) {
-        return Err(src.error_at(
-            model.span(),
-            "model.kind",
-            "[wallclock] trains `mlr` or `cnn` (a classifier with gradients and blocks)",
-        ));
-    }
+    let spec = wallclock_model(src, raw, span.clone())?;
     if r.workers.is_empty() || r.workers.iter().any(|&p| p == 0 || p > 10_000) {
         return Err(src.error_at(
             span,
@@ -80,17 +68,7 @@ pub(super) fn wallclock(
     let checkpoint = checkpoint_cost(src, raw, span.clone())?;
     let default_async = checkpoint.asynchronous;
     let (failure, trace_lines) = failure_process(src, raw)?;
-    let prices = raw
-        .cost
-        .as_ref()
-        .map(|c| -> Result<Prices> {
-            let s = c.span();
-            Ok(Prices {
-                on_demand: non_negative(src, s.clone(), "cost.on_demand", c.get_ref().on_demand)?,
-                spot: non_negative(src, s, "cost.spot", c.get_ref().spot)?,
-            })
-        })
-        .transpose()?;
+    let prices = prices(src, raw)?;
     if raw.series.as_deref().unwrap_or(&[]).is_empty() {
         return Err(src.error("series", "at least one [[series]] (a strategy) is needed"));
     }
@@ -141,6 +119,41 @@ pub(super) fn wallclock(
         prices,
         series,
     })
+}
+
+/// The `[model]` of a wall-clock scenario: a classifier with gradients and
+/// blocks (`mlr` or `cnn`).
+fn wallclock_model(src: &SourceText, raw: &Raw, span: Range<usize>) -> Result<GradientSpec> {
+    let Some(model) = &raw.model else {
+        return Err(src.error_at(
+            span,
+            "model",
+            "[wallclock] needs a [model] table (kind = \"mlr\" or \"cnn\")",
+        ));
+    };
+    let spec = GradientSpec::parse(src, model.span(), model.get_ref())?;
+    if !matches!(spec, GradientSpec::Mlr(_) | GradientSpec::Cnn(_)) {
+        return Err(src.error_at(
+            model.span(),
+            "model.kind",
+            "[wallclock] trains `mlr` or `cnn` (a classifier with gradients and blocks)",
+        ));
+    }
+    Ok(spec)
+}
+
+/// The optional `[cost]` table: prices per node-hour.
+fn prices(src: &SourceText, raw: &Raw) -> Result<Option<Prices>> {
+    raw.cost
+        .as_ref()
+        .map(|c| -> Result<Prices> {
+            let s = c.span();
+            Ok(Prices {
+                on_demand: non_negative(src, s.clone(), "cost.on_demand", c.get_ref().on_demand)?,
+                spot: non_negative(src, s, "cost.spot", c.get_ref().spot)?,
+            })
+        })
+        .transpose()
 }
 
 /// The `[checkpoint]` table of a wall-clock scenario: the full checkpoint's
