@@ -208,6 +208,12 @@ pub struct ReproduceArgs {
     /// how many settings each claim holds. Shards and merges like any run.
     #[arg(long)]
     pub(crate) robustness: bool,
+    /// Print what every scenario of this reproduction (or of its robustness
+    /// study) will cost on this machine (units, setup, trial CPU seconds,
+    /// estimated wall time, memory) and the total, without running it.
+    /// Each scenario's unperturbed run is run to time it.
+    #[arg(long, conflicts_with_all = ["merge", "shard", "resume"])]
+    pub(crate) plan: bool,
 }
 
 /// Options of `scarsim bench`.

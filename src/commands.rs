@@ -243,6 +243,10 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
             bars.suspend(|| eprintln!("{line}"));
         }
     };
+    if args.plan {
+        print!("{}", reproduce::plan(&opts, &log)?);
+        return Ok(());
+    }
     install_ctrl_c();
     let done = reproduce::reproduce(&opts, &bar, &log)?;
     match &done.report {

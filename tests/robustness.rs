@@ -164,3 +164,36 @@ fn a_study_of_no_claim_panel_is_refused() {
     assert!(stderr(&o).contains("Figure 6 or 7"), "{}", stderr(&o));
     assert!(!dir.join("x").exists(), "nothing written");
 }
+
+/// `reproduce --robustness --plan` plans every variant of the panel (24
+/// settings), one row each and the total, writes nothing, and refuses to
+/// shard.
+#[test]
+fn a_study_is_planned_without_running_it() {
+    let dir = tmpdir("robustness-plan");
+    let o = scarsim(&dir, &[&STUDY[..], &["--out", "x", "--plan"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("scar-partial-mlr-covtype."))
+        .collect();
+    assert_eq!(rows.len(), 24, "{out}");
+    for row in &rows {
+        // units, setup s, trial CPU-s, wall s: numbers, units > 0.
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells.len(), 5, "{row}");
+        assert!(cells[1].parse::<usize>().unwrap() > 0, "{row}");
+        for c in &cells[2..] {
+            assert!(c.parse::<f64>().unwrap() >= 0.0, "{row}");
+        }
+    }
+    assert!(out.contains("total: 24 scenario(s)"), "{out}");
+    assert!(!dir.join("x").exists(), "nothing written");
+    let o = scarsim(
+        &dir,
+        &[&STUDY[..], &["--out", "x", "--plan", "--shard", "0/2"]].concat(),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--shard"), "{}", stderr(&o));
+}

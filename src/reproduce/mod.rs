@@ -26,6 +26,7 @@ use crate::experiment::{self, RunOptions};
 use crate::report::figures::{self, Claim, Picture, Results, paper};
 use crate::scenario::{self, Scenario, bundled};
 
+mod plan;
 mod report;
 mod robustness;
 mod shard;
@@ -295,14 +296,7 @@ pub(crate) fn reproduce(
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Reproduction> {
-    experiment::budget::check_threads(Some(opts.threads))?;
-    let scale = opts.scale();
-    if !(scale > 0.0 && scale <= 10.0) {
-        bail!("--scale {scale} is outside (0, 10]");
-    }
-    if opts.trials == Some(0) {
-        bail!("--trials must be at least 1");
-    }
+    let scale = checked_scale(opts)?;
     let started = Instant::now();
     if opts.resume {
         let stale = crate::report::outdir::remove_stale_temporaries(&opts.out_dir)?;
@@ -317,22 +311,7 @@ pub(crate) fn reproduce(
         data: DataCache::new(),
         outcomes: opts.share_across.then(|| Arc::new(SharedOutcomes::new())),
     };
-    let names = selected_names(&opts.only)?;
-    let study = if opts.robustness {
-        let study = robustness::Study::of(&names)?;
-        for name in &study.skipped {
-            log(&format!(
-                "{name}: not a panel of SCAR Figure 6 or 7; --robustness leaves it out"
-            ));
-        }
-        Some(study)
-    } else {
-        None
-    };
-    let jobs: Vec<Job> = match &study {
-        Some(s) => s.jobs(),
-        None => names.iter().map(|n| Job::bundled(n)).collect(),
-    };
+    let (jobs, study) = jobs(opts, log)?;
     if let Some(task) = opts.shard {
         let pool = worker_pool(opts.threads, None)?;
         return run_shard(task, &jobs, opts, scale, &pool, &cache, progress, log);
@@ -377,6 +356,47 @@ pub(crate) fn reproduce(
         failed: failures(&entries),
         wall_time_seconds: seconds,
     })
+}
+
+/// Checks the options every reproduction shares; returns the stand-ins' scale.
+fn checked_scale(opts: &ReproduceOptions) -> Result<f64> {
+    experiment::budget::check_threads(Some(opts.threads))?;
+    let scale = opts.scale();
+    if !(scale > 0.0 && scale <= 10.0) {
+        bail!("--scale {scale} is outside (0, 10]");
+    }
+    if opts.trials == Some(0) {
+        bail!("--trials must be at least 1");
+    }
+    Ok(scale)
+}
+
+/// The scenarios a reproduction runs: the selected bundled scenarios, or
+/// with `--robustness` the variants of those that check a SCAR claim (and
+/// the study that reports them).
+fn jobs(
+    opts: &ReproduceOptions,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(Vec<Job>, Option<robustness::Study>)> {
+    let names = selected_names(&opts.only)?;
+    if !opts.robustness {
+        return Ok((names.iter().map(|n| Job::bundled(n)).collect(), None));
+    }
+    let study = robustness::Study::of(&names)?;
+    for name in &study.skipped {
+        log(&format!(
+            "{name}: not a panel of SCAR Figure 6 or 7; --robustness leaves it out"
+        ));
+    }
+    Ok((study.jobs(), Some(study)))
+}
+
+/// `reproduce --plan`: the cost of every scenario the reproduction would
+/// run (see [`plan`]), as a table; nothing is run or written.
+pub(crate) fn plan(opts: &ReproduceOptions, log: &(dyn Fn(&str) + Sync)) -> Result<String> {
+    let scale = checked_scale(opts)?;
+    let (jobs, _) = jobs(opts, log)?;
+    plan::plan_text(&jobs, opts, scale, log)
 }
 
 /// A pool of `threads` workers; with `clock`, each worker's CPU clock is
