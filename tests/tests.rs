@@ -9,6 +9,7 @@ mod cnn;
 mod faults;
 mod figures;
 mod k_rule;
+mod knobs;
 mod lda;
 mod mf;
 mod module_graph;
