@@ -285,10 +285,17 @@ before=$(done_units)
 [ ! -f "$OUT/$SCENARIO_NAME.shard-1-of-4/shard.json" ] || die "task 1 finished before it was cancelled"
 say "2: cancelled task ${arr}_1 while running with $before units in its journal"
 wait_job_allow_cancel() { # the other tasks must complete
-    local end=$((SECONDS + $2)) i
+    local end=$((SECONDS + $2)) i s
     for i in 0 2 3; do
-        until [ "$(states "${1}_$i")" = COMPLETED ]; do
-            case $(states "${1}_$i") in PENDING | RUNNING | CONFIGURING | COMPLETING) ;; *) die "task ${1}_$i: $(states "${1}_$i")" ;; esac
+        # One read of the state per round: a task that completes between
+        # two reads must not be taken for one that failed.
+        while :; do
+            s=$(states "${1}_$i")
+            case $s in
+            COMPLETED) break ;;
+            PENDING | RUNNING | CONFIGURING | COMPLETING) ;;
+            *) die "task ${1}_$i: $s" ;;
+            esac
             [ $SECONDS -lt $end ] || die "task ${1}_$i not finished after $2 s"
             sleep 1
         done
