@@ -97,6 +97,12 @@ impl<S> Default for PendingWrites<S> {
 }
 
 impl<S> PendingWrites<S> {
+    /// A write of `blocks` (values `values`, the checkpoint of iteration
+    /// `at`) that finishes at time `finish`.
+    fn push(&mut self, finish: f64, at: usize, blocks: Vec<usize>, values: S) {
+        self.0.push_back((finish, at, blocks, values));
+    }
+
     /// Commits every write finished by `until` to `committed`, in order.
     fn commit_until<M: Model<State = S>>(
         &mut self,
@@ -213,14 +219,12 @@ pub fn run_iterations<M: Model>(
                 let pause = share * costs.cache_time;
                 t += pause;
                 split.dump += pause;
-                pending
-                    .0
-                    .push_back((t + share * costs.write_time, k, chosen, values));
+                pending.push(t + share * costs.write_time, k, chosen, values);
             } else {
                 let pause = share * costs.write_time;
                 t += pause;
                 split.dump += pause;
-                pending.0.push_back((t, k, chosen, values));
+                pending.push(t, k, chosen, values);
                 pending.commit_until(model, &mut committed, t);
             }
         }
