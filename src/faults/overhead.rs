@@ -20,12 +20,11 @@
 //! converge − B)·iteration_time + the wasted part of the failed iteration;
 //! T_restart = detection + restart.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::model::{IterCtx, Model};
 use crate::policy::checkpoint::SelectorState;
+use crate::policy::persist::Writes;
 use crate::policy::{CheckpointPolicy, RecoveryPolicy, RunningCheckpoint};
 use crate::rng::SimRng;
 use crate::theory::daly::TimeSplit;
@@ -86,50 +85,19 @@ pub struct IterationRun {
     pub perturbation_norm: f64,
 }
 
-/// Checkpoint writes still running, oldest first: (finish time, iteration,
-/// blocks, values).
-struct PendingWrites<S>(VecDeque<(f64, usize, Vec<usize>, S)>);
-
-impl<S> Default for PendingWrites<S> {
-    fn default() -> Self {
-        PendingWrites(VecDeque::new())
-    }
-}
-
-impl<S> PendingWrites<S> {
-    /// A write of `blocks` (values `values`, the checkpoint of iteration
-    /// `at`) that finishes at time `finish`.
-    fn push(&mut self, finish: f64, at: usize, blocks: Vec<usize>, values: S) {
-        self.0.push_back((finish, at, blocks, values));
-    }
-
-    /// Commits every write finished by `until` to `committed`, in order.
-    fn commit_until<M: Model<State = S>>(
-        &mut self,
-        model: &M,
-        committed: &mut RunningCheckpoint<S>,
-        until: f64,
-    ) {
-        while self.0.front().is_some_and(|p| p.0 <= until) {
-            let (_, at, blocks, values) = self.0.pop_front().expect("checked");
-            for b in blocks {
-                model.copy_block(&values, &mut committed.state, b);
-                committed.saved_at[b] = at;
-            }
+/// Commits every write of `pending` finished by `until` to `committed`, in
+/// order.
+fn commit_until<M: Model>(
+    model: &M,
+    pending: &mut Writes<usize, M::State>,
+    committed: &mut RunningCheckpoint<M::State>,
+    until: f64,
+) {
+    for w in pending.finished(until) {
+        for b in w.blocks {
+            model.copy_block(&w.values, &mut committed.state, b);
+            committed.saved_at[b] = w.taken;
         }
-    }
-
-    /// A failure strikes: writes not finished by it are lost (the failed
-    /// nodes' part for sure; choice: all of them, the conservative reading).
-    /// Returns how many of the `lost` blocks those writes held.
-    fn lose(&mut self, lost: &[usize]) -> usize {
-        let held = self
-            .0
-            .iter()
-            .map(|(_, _, blocks, _)| blocks.iter().filter(|b| lost.contains(b)).count())
-            .sum();
-        self.0.clear();
-        held
     }
 }
 
@@ -156,7 +124,7 @@ pub fn run_iterations<M: Model>(
     };
     let mut cache = model.snapshot(&state);
     let mut selector = SelectorState::new(model);
-    let mut pending = PendingWrites::<M::State>::default();
+    let mut pending = Writes::<usize, M::State>::default();
     let period = policy.period();
     let mut t = 0.0;
     let mut split = TimeSplit::default();
@@ -181,8 +149,8 @@ pub fn run_iterations<M: Model>(
             failed = true;
             let wasted = f.offset * costs.iteration_time;
             let t_fail = t + wasted;
-            pending.commit_until(model, &mut committed, t_fail);
-            unpersisted_lost += pending.lose(&f.lost);
+            commit_until(model, &mut pending, &mut committed, t_fail);
+            unpersisted_lost += pending.abort(&f.lost);
             let out = recovery.apply(model, &mut state, &committed, &f.lost, k);
             perturbation_norm = out.perturbation_norm;
             // The restored blocks' cache holds the saved values again.
@@ -225,10 +193,10 @@ pub fn run_iterations<M: Model>(
                 t += pause;
                 split.dump += pause;
                 pending.push(t, k, chosen, values);
-                pending.commit_until(model, &mut committed, t);
+                commit_until(model, &mut pending, &mut committed, t);
             }
         }
-        pending.commit_until(model, &mut committed, t);
+        commit_until(model, &mut pending, &mut committed, t);
     };
     split.solve = baseline_iterations as f64 * costs.iteration_time;
     split.rework += (k as f64 - baseline_iterations as f64) * costs.iteration_time;

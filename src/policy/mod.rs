@@ -1,9 +1,10 @@
 //! Fault-tolerance policies, as data: when failures strike and what they take
 //! down ([`failure`], in iterations and in wall-clock time), where blocks live (`placement`), how checkpoints are
-//! taken ([`checkpoint`]) and how a failure is recovered from (`recovery`).
+//! taken ([`checkpoint`]) and written (`persist`) and how a failure is recovered from (`recovery`).
 
 pub mod checkpoint;
 pub mod failure;
+pub(crate) mod persist;
 pub(crate) mod placement;
 pub(crate) mod recovery;
 

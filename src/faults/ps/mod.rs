@@ -54,6 +54,7 @@ use crate::cluster::DelaySource;
 use crate::engine::EventQueue;
 use crate::model::gradient::GradientModel;
 use crate::policy::failure::Outage;
+use crate::policy::persist::Writes;
 use crate::theory::daly::TimeSplit;
 
 mod recovery;
@@ -228,8 +229,8 @@ struct Sim<'a, M: GradientModel> {
     /// Persisted checkpoint and when each block was saved.
     committed: Vec<f32>,
     saved_at: Vec<f64>,
-    pending: Option<(u64, Vec<usize>, Vec<f32>, f64)>,
-    persist_id: u64,
+    /// The checkpoint being written (at most one: a tick while it runs is skipped).
+    writes: Writes<f64, Vec<f32>>,
     alive: Vec<bool>,
     shards: Vec<ShardState>,
     shard_incident: Vec<usize>,
@@ -275,8 +276,7 @@ pub fn run_ps<M: GradientModel>(
         cache: params.clone(),
         committed: params.clone(),
         saved_at: vec![0.0; setup.placement.len()],
-        pending: None,
-        persist_id: 0,
+        writes: Writes::default(),
         params,
         alive: vec![true; nodes],
         shards: vec![ShardState::Serving; setup.ps_nodes],

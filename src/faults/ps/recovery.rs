@@ -9,11 +9,13 @@ use crate::policy::checkpoint::{blocks_per_checkpoint, most_moved};
 impl<M: GradientModel> Sim<'_, M> {
     /// Length of the pause of the checkpoint now being taken.
     pub(super) fn pause_length(&self) -> f64 {
-        let n = self
-            .pending
-            .as_ref()
-            .map_or(0, |(_, blocks, _, _)| blocks.len()) as f64;
-        let share = n / self.blocks() as f64;
+        let n = self.writes.oldest().map_or(0, |w| w.blocks.len());
+        self.pause_for(n)
+    }
+
+    /// Length of the pause of a checkpoint of `n` blocks.
+    fn pause_for(&self, n: usize) -> f64 {
+        let share = n as f64 / self.blocks() as f64;
         let c = &self.s.checkpoint;
         if c.asynchronous {
             share * c.cache_time
@@ -23,7 +25,7 @@ impl<M: GradientModel> Sim<'_, M> {
     }
 
     pub(super) fn checkpoint(&mut self, t: f64) {
-        if !self.available() || self.paused || self.pending.is_some() {
+        if !self.available() || self.paused || !self.writes.is_empty() {
             self.out.checkpoints_skipped += 1;
             return;
         }
@@ -53,31 +55,30 @@ impl<M: GradientModel> Sim<'_, M> {
             values.extend_from_slice(&self.params[r.clone()]);
             self.cache[r.clone()].copy_from_slice(&self.params[r]);
         }
-        self.persist_id += 1;
-        let id = self.persist_id;
-        self.pending = Some((id, chosen, values, t));
+        let pause = self.pause_for(chosen.len());
+        let persisted = if self.s.checkpoint.asynchronous {
+            let share = chosen.len() as f64 / n as f64;
+            t + pause + share * self.s.checkpoint.write_time
+        } else {
+            t + pause
+        };
+        let id = self.writes.push(persisted, t, chosen, values);
         self.paused = true;
         self.pause_started = t;
-        let pause = self.pause_length();
         self.q.schedule(t + pause, Ev::PauseEnd { id });
         if self.s.checkpoint.asynchronous {
-            let share = self.pending.as_ref().map_or(0, |p| p.1.len()) as f64 / n as f64;
-            self.q.schedule(
-                t + pause + share * self.s.checkpoint.write_time,
-                Ev::PersistDone { id },
-            );
+            self.q.schedule(persisted, Ev::PersistDone { id });
         }
     }
 
     pub(super) fn commit(&mut self, id: u64) {
-        if self.pending.as_ref().map(|p| p.0) != Some(id) {
+        let Some(w) = self.writes.take(id) else {
             return;
-        }
-        let (_, blocks, values, taken) = self.pending.take().expect("checked");
+        };
         let l = self.block_len;
-        for (i, &b) in blocks.iter().enumerate() {
-            self.committed[b * l..(b + 1) * l].copy_from_slice(&values[i * l..(i + 1) * l]);
-            self.saved_at[b] = taken;
+        for (i, &b) in w.blocks.iter().enumerate() {
+            self.committed[b * l..(b + 1) * l].copy_from_slice(&w.values[i * l..(i + 1) * l]);
+            self.saved_at[b] = w.taken;
         }
         self.out.checkpoints += 1;
     }
@@ -95,9 +96,7 @@ impl<M: GradientModel> Sim<'_, M> {
         let survivor = (shard * chain..(shard + 1) * chain).any(|n| self.alive[n]);
         // A failure aborts the checkpoint being written (its previous saved
         // values stay) and any sync dump in progress.
-        if self.pending.is_some() {
-            self.pending = None;
-        }
+        self.writes.abort(&[]);
         if self.paused {
             self.paused = false;
             self.out.split.dump += t - self.pause_started;

@@ -140,13 +140,12 @@ impl<M: GradientModel> Sim<'_, M> {
                 self.checkpoint(t);
             }
             Ev::PauseEnd { id } => {
-                if self.paused && self.persist_id == id {
+                if self.paused && self.writes.last_id() == id {
                     self.paused = false;
                     self.out.split.dump += t - self.pause_started;
                     if !self.s.checkpoint.asynchronous
-                        && let Some((id, ..)) = &self.pending
+                        && let Some(id) = self.writes.oldest().map(|w| w.id)
                     {
-                        let id = *id;
                         self.commit(id);
                     }
                 }
