@@ -28,8 +28,10 @@
 //!   K the handler sets while handling a push applies from the next event.
 //!   Such a K only rises, so no waiting gradient has to be released.
 
+use std::ops::ControlFlow;
+
 use super::protocol::{KSchedule, Protocol};
-use crate::engine::EventQueue;
+use crate::engine::{EventQueue, Events, run_events};
 
 /// Where the per-gradient times come from.
 pub trait DelaySource {
@@ -195,28 +197,19 @@ pub fn simulate<D: DelaySource, H: Handler>(
     for w in 0..workers {
         sim.start(w, 0.0, delays, handler);
     }
-    let done = |s: &Sim| matches!(stop, Stop::Updates(n) if s.version >= n);
-    while !done(&sim) {
-        let Some(t) = sim.queue.peek_time() else {
-            break;
+    if !sim.done(stop) {
+        let horizon = match stop {
+            Stop::Time(h) => h,
+            Stop::Updates(_) => f64::INFINITY,
         };
-        if let Stop::Time(h) = stop
-            && t > h
-        {
-            break;
-        }
-        handler.advance_to(t);
-        let (t, ev) = sim.queue.pop().expect("peeked");
-        sim.stats.events += 1;
-        let k = handler.k_override().unwrap_or_else(|| schedule.k_at(t));
-        match ev {
-            Event::Done(w) => sim.on_push(w, t, k, delays, handler),
-            Event::KChange => {
-                if !sim.buffer.is_empty() && sim.buffer.len() >= k {
-                    sim.update(t, delays, handler);
-                }
-            }
-        }
+        let mut running = Running {
+            sim: &mut sim,
+            schedule,
+            stop,
+            delays,
+            handler,
+        };
+        run_events(&mut running, horizon);
     }
     sim.stats.updates = sim.version;
     sim.stats.end_time = match stop {
@@ -242,7 +235,56 @@ struct Sim {
     stats: RunStats,
 }
 
+/// A protocol run as the event loop runs it: the simulation, its K
+/// schedule and stop, the workers' delays and the model's handler.
+struct Running<'r, D, H> {
+    sim: &'r mut Sim,
+    schedule: &'r KSchedule,
+    stop: Stop,
+    delays: &'r mut D,
+    handler: &'r mut H,
+}
+
+impl<D: DelaySource, H: Handler> Events for Running<'_, D, H> {
+    type Event = Event;
+
+    fn queue(&mut self) -> &mut EventQueue<Event> {
+        &mut self.sim.queue
+    }
+
+    fn before(&mut self, t: f64) {
+        self.handler.advance_to(t);
+    }
+
+    fn handle(&mut self, t: f64, ev: Event) -> ControlFlow<()> {
+        let sim = &mut *self.sim;
+        sim.stats.events += 1;
+        let k = self
+            .handler
+            .k_override()
+            .unwrap_or_else(|| self.schedule.k_at(t));
+        match ev {
+            Event::Done(w) => sim.on_push(w, t, k, self.delays, self.handler),
+            Event::KChange => {
+                if !sim.buffer.is_empty() && sim.buffer.len() >= k {
+                    sim.update(t, self.delays, self.handler);
+                }
+            }
+        }
+        if sim.done(self.stop) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
 impl Sim {
+    /// Whether a run with this `stop` has done its updates.
+    fn done(&self, stop: Stop) -> bool {
+        matches!(stop, Stop::Updates(n) if self.version >= n)
+    }
+
     fn pull<H: Handler>(&mut self, w: usize, handler: &mut H) {
         self.held[w] = self.version;
         handler.pull(w, self.version);

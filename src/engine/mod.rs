@@ -8,14 +8,16 @@
 //! iteration is one time unit and checkpoints cost nothing, so the events of a
 //! trial (iteration done, checkpoint, failure, recovery) are totally ordered
 //! by iteration with the failure at T preceding a checkpoint due at T; the
-//! wall-clock simulations use the general `queue::EventQueue`.
+//! wall-clock simulations (the protocols' and the PS's) are each an
+//! `Events` impl run by one event loop, `run_events`, over the general
+//! `queue::EventQueue`.
 
 pub(crate) mod baseline;
 pub(crate) mod queue;
 pub(crate) mod trial;
 
 pub(crate) use baseline::{Baseline, run_baseline, run_baselines};
-pub(crate) use queue::EventQueue;
+pub(crate) use queue::{EventQueue, Events, run_events};
 pub use trial::{
     EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,
     run_trial,

@@ -6,6 +6,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
 
 /// One scheduled event.
 #[derive(Debug)]
@@ -109,9 +110,95 @@ impl<E> EventQueue<E> {
     }
 }
 
+/// A wall-clock simulation as the event loop ([`run_events`]) sees it: a
+/// queue of its events and what to do at each. Both wall-clock simulations
+/// (the protocols' `cluster::sim` and the PS's `faults::ps`) are one impl.
+pub(crate) trait Events {
+    /// The simulation's event type.
+    type Event;
+    /// Its queue.
+    fn queue(&mut self) -> &mut EventQueue<Self::Event>;
+    /// Runs before the event at time `t` is popped (with every earlier
+    /// event handled): e.g. move a clock, evaluate a loss grid up to `t`.
+    fn before(&mut self, _t: f64) {}
+    /// Handles the event at time `t`; `Break` ends the run after it.
+    fn handle(&mut self, t: f64, event: Self::Event) -> ControlFlow<()>;
+}
+
+/// The wall-clock event loop: pops the events of `sim` in order of time
+/// (ties in the order they were scheduled) and handles each, until the queue
+/// is empty, the next event lies past `horizon`, or a handler breaks.
+pub(crate) fn run_events<S: Events>(sim: &mut S, horizon: f64) {
+    while let Some(t) = sim.queue().peek_time() {
+        if t > horizon {
+            break;
+        }
+        sim.before(t);
+        let (t, ev) = sim.queue().pop().expect("peeked");
+        if sim.handle(t, ev).is_break() {
+            break;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A simulation that records what it saw and schedules a follow-up.
+    struct Echo {
+        q: EventQueue<u32>,
+        seen: Vec<(f64, u32)>,
+        before: Vec<f64>,
+        stop_at: u32,
+    }
+
+    impl Events for Echo {
+        type Event = u32;
+        fn queue(&mut self) -> &mut EventQueue<u32> {
+            &mut self.q
+        }
+        fn before(&mut self, t: f64) {
+            self.before.push(t);
+        }
+        fn handle(&mut self, t: f64, e: u32) -> ControlFlow<()> {
+            self.seen.push((t, e));
+            if e < 3 {
+                self.q.schedule(t + 1.0, e + 10);
+            }
+            if e == self.stop_at {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    fn echo(stop_at: u32) -> Echo {
+        let mut q = EventQueue::new();
+        q.schedule(0.5, 1);
+        q.schedule(0.5, 2);
+        q.schedule(3.0, 5);
+        Echo {
+            q,
+            seen: Vec::new(),
+            before: Vec::new(),
+            stop_at,
+        }
+    }
+
+    #[test]
+    fn the_loop_runs_to_the_horizon_or_a_break() {
+        let mut e = echo(u32::MAX);
+        run_events(&mut e, 2.0);
+        assert_eq!(e.seen, [(0.5, 1), (0.5, 2), (1.5, 11), (1.5, 12)]);
+        assert_eq!(e.before, [0.5, 0.5, 1.5, 1.5]);
+        // The event past the horizon stays queued.
+        assert_eq!(e.q.peek_time(), Some(3.0));
+        let mut e = echo(11);
+        run_events(&mut e, f64::INFINITY);
+        assert_eq!(e.seen, [(0.5, 1), (0.5, 2), (1.5, 11)]);
+    }
 
     #[test]
     fn pops_by_time_then_schedule_order() {

@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 pub use super::usage::Usage;
 
 use crate::cluster::DelaySource;
-use crate::engine::EventQueue;
+use crate::engine::{EventQueue, Events, run_events};
 use crate::model::gradient::GradientModel;
 use crate::policy::failure::Outage;
 use crate::policy::persist::Writes;
@@ -318,14 +318,13 @@ pub fn run_ps<M: GradientModel>(
     for w in 0..setup.workers {
         sim.start(w, 0.0, delays, true);
     }
-    while let Some(t) = sim.q.peek_time() {
-        if t > setup.horizon {
-            break;
-        }
-        sim.evaluate_grid(|g| g < t);
-        let (t, ev) = sim.q.pop().expect("peeked");
-        sim.handle(t, ev, delays);
-    }
+    run_events(
+        &mut Running {
+            sim: &mut sim,
+            delays,
+        },
+        setup.horizon,
+    );
     sim.evaluate_grid(|g| g <= setup.horizon);
     if let Some(since) = sim.unavailable_since {
         sim.out.split.restart += setup.horizon - since;
@@ -348,4 +347,29 @@ pub fn run_ps<M: GradientModel>(
     u.ps_down = u.ps_down_before(h);
     u.ps_up = nodes as f64 * h - u.ps_down;
     sim.out
+}
+
+/// A PS simulation and its workers' delays, as the event loop runs them.
+struct Running<'s, 'a, M: GradientModel> {
+    sim: &'s mut Sim<'a, M>,
+    delays: &'s mut dyn DelaySource,
+}
+
+impl<M: GradientModel> Events for Running<'_, '_, M> {
+    type Event = Ev;
+
+    fn queue(&mut self) -> &mut EventQueue<Ev> {
+        &mut self.sim.q
+    }
+
+    /// The loss grid's points before `t` see the parameters every earlier
+    /// event left.
+    fn before(&mut self, t: f64) {
+        self.sim.evaluate_grid(|g| g < t);
+    }
+
+    fn handle(&mut self, t: f64, ev: Ev) -> std::ops::ControlFlow<()> {
+        self.sim.handle(t, ev, self.delays);
+        std::ops::ControlFlow::Continue(())
+    }
 }
