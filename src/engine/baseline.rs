@@ -19,6 +19,17 @@ pub struct Baseline<S> {
 }
 
 impl<S> Baseline<S> {
+    /// A run with no recorded states, for trials that start from x(0)
+    /// themselves ([`super::TrialHook::start`]): only its data order
+    /// (`run_seed`) is shared.
+    pub(crate) fn starting(run_seed: u64) -> Baseline<S> {
+        Baseline {
+            states: Vec::new(),
+            metrics: Vec::new(),
+            run_seed,
+        }
+    }
+
     /// B: iterations the unperturbed run needs to converge.
     pub(crate) fn iterations(&self) -> usize {
         self.states.len() - 1

@@ -103,7 +103,10 @@ pub fn run_trial<M: Model>(
 /// the unperturbed run, and what happens to it between its convergence check
 /// and its step. A recovery is a perturbation at the failure iteration
 /// ([`run_cohort`]); the `perturbation` kind's schedules perturb in
-/// [`TrialHook::before_step`].
+/// [`TrialHook::before_step`], the reduced-precision runs round there; SCAR
+/// §5.5's time-cost runs (`faults::overhead`) keep their clock and
+/// checkpoints in [`TrialHook::observe`] and [`TrialHook::after_step`] and
+/// strike their failure in [`TrialHook::strike`].
 pub trait TrialHook<M: Model> {
     /// The iteration at which the trial joins and its state there (derived
     /// state up to date). Called once, before the loop.
@@ -114,9 +117,31 @@ pub trait TrialHook<M: Model> {
         ws: &mut M::Workspace,
     ) -> (usize, M::State);
 
+    /// The metric of the trial's state at iteration `k`, each time the loop
+    /// evaluates it (not when it certifies "not yet" without evaluating).
+    fn observe(&mut self, k: usize, metric: f64) {
+        let _ = (k, metric);
+    }
+
     /// Iteration `k`: the check found the state unconverged (and `k` below
-    /// the cap); called before the state's step of iteration `k`.
+    /// the cap). A hook may change the state here and return `true`: the
+    /// loop then checks it again at `k` (and asks again) before stepping —
+    /// a failure during iteration k + 1 that recovery rolls back (SCAR §5.5's
+    /// time-cost runs). The default changes nothing.
+    fn strike(&mut self, model: &M, k: usize, state: &mut M::State) -> bool {
+        let _ = (model, k, state);
+        false
+    }
+
+    /// Iteration `k`: the check found the state unconverged (and `k` below
+    /// the cap) and [`TrialHook::strike`] did not strike; called before the
+    /// state's step of iteration `k`.
     fn before_step(&mut self, model: &M, k: usize, state: &mut M::State) {
+        let _ = (model, k, state);
+    }
+
+    /// After the state's step of iteration `k` (it now holds x(k + 1)).
+    fn after_step(&mut self, model: &M, k: usize, state: &M::State) {
         let _ = (model, k, state);
     }
 
@@ -170,6 +195,7 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
     let mut met: Vec<Option<Finish>> = vec![None; n];
     let mut active = vec![false; n];
     let mut checking = vec![false; n];
+    let mut deciding = vec![false; n];
     let mut checks = vec![Check::Above; n];
     let mut metrics = vec![0.0; n];
     let unconverged = Finish {
@@ -183,56 +209,73 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
         }
         for i in 0..n {
             active[i] = done[i].is_none() && starts[i] <= k;
-            checking[i] = active[i] && met[i].is_none();
+            deciding[i] = active[i];
         }
         let ctx = IterCtx {
             iteration: k,
             run_seed,
         };
-        if certify {
-            model.check_many(
-                &states,
-                &checking,
-                ctx,
-                convergence.criterion,
-                ws,
-                &mut checks,
-            );
-        } else {
-            model.metric_many(&states, &checking, ctx, ws, &mut metrics);
+        // The checks at iteration k, again for the trials whose hook struck
+        // (`TrialHook::strike`) until none does.
+        while deciding.iter().any(|d| *d) {
             for i in 0..n {
-                checks[i] = Check::Exact(metrics[i]);
+                checking[i] = deciding[i] && met[i].is_none();
             }
-        }
-        for i in 0..n {
-            if !active[i] {
-                continue;
+            if certify {
+                model.check_many(
+                    &states,
+                    &checking,
+                    ctx,
+                    convergence.criterion,
+                    ws,
+                    &mut checks,
+                );
+            } else {
+                model.metric_many(&states, &checking, ctx, ws, &mut metrics);
+                for i in 0..n {
+                    checks[i] = Check::Exact(metrics[i]);
+                }
             }
-            let cap = k >= convergence.max_iterations;
-            let finish = match (met[i], checks[i]) {
-                (Some(first), _) => cap.then_some(first),
-                (None, Check::Exact(m)) if m <= convergence.criterion => Some(Finish {
-                    iterations: k,
-                    converged: true,
-                }),
-                (None, Check::Exact(m)) if !m.is_finite() => Some(unconverged),
-                // Not converged, and finite: only the iteration cap applies.
-                (None, _) => cap.then_some(unconverged),
-            };
-            match finish {
-                Some(f) if f.converged && past[i] && met[i].is_none() && !cap => {
-                    met[i] = Some(f);
-                    hooks[i].before_step(model, k, &mut states[i]);
+            for i in 0..n {
+                if !deciding[i] {
+                    continue;
                 }
-                Some(f) => {
-                    done[i] = Some(f);
-                    active[i] = false;
+                deciding[i] = false;
+                if let (true, Check::Exact(m)) = (checking[i], checks[i]) {
+                    hooks[i].observe(k, m);
                 }
-                None => hooks[i].before_step(model, k, &mut states[i]),
+                let cap = k >= convergence.max_iterations;
+                let finish = match (met[i], checks[i]) {
+                    (Some(first), _) => cap.then_some(first),
+                    (None, Check::Exact(m)) if m <= convergence.criterion => Some(Finish {
+                        iterations: k,
+                        converged: true,
+                    }),
+                    (None, Check::Exact(m)) if !m.is_finite() => Some(unconverged),
+                    // Not converged, and finite: only the iteration cap applies.
+                    (None, _) => cap.then_some(unconverged),
+                };
+                match finish {
+                    Some(f) if f.converged && past[i] && met[i].is_none() && !cap => {
+                        met[i] = Some(f);
+                        hooks[i].before_step(model, k, &mut states[i]);
+                    }
+                    Some(f) => {
+                        done[i] = Some(f);
+                        active[i] = false;
+                    }
+                    None if hooks[i].strike(model, k, &mut states[i]) => deciding[i] = true,
+                    None => hooks[i].before_step(model, k, &mut states[i]),
+                }
             }
         }
         if active.iter().any(|a| *a) {
             model.step_many(&mut states, &active, ctx, ws);
+            for i in 0..n {
+                if active[i] {
+                    hooks[i].after_step(model, k, &states[i]);
+                }
+            }
         }
         k += 1;
     }

@@ -22,7 +22,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{IterCtx, Model};
+use crate::engine::{Baseline, Convergence, TrialHook, run_hooked};
+use crate::model::Model;
 use crate::policy::checkpoint::SelectorState;
 use crate::policy::persist::Writes;
 use crate::policy::{CheckpointPolicy, RecoveryPolicy, RunningCheckpoint};
@@ -101,7 +102,113 @@ fn commit_until<M: Model>(
     }
 }
 
-/// Runs one timeline of `model` from x(0) to `criterion` (at most `max_iterations`).
+/// One timeline of the §5.5 runs as a hook of the engine's trial loop
+/// ([`run_hooked`]): the loop checks the metric and steps; the hook keeps the
+/// clock, takes and writes the checkpoints, and strikes the failure.
+struct Timeline<'a, M: Model> {
+    policy: &'a CheckpointPolicy,
+    recovery: RecoveryPolicy,
+    costs: &'a IterationCosts,
+    failure: Option<&'a IterationFailure>,
+    rng: &'a mut SimRng,
+    committed: RunningCheckpoint<M::State>,
+    cache: M::State,
+    selector: SelectorState,
+    pending: Writes<usize, M::State>,
+    t: f64,
+    split: TimeSplit,
+    checkpoints: usize,
+    failed: bool,
+    unpersisted_lost: usize,
+    perturbation_norm: f64,
+    /// The iteration of the last check.
+    k: usize,
+    curve_time: Vec<f64>,
+    curve_metric: Vec<f64>,
+}
+
+impl<M: Model> TrialHook<M> for Timeline<'_, M> {
+    fn start(
+        &mut self,
+        model: &M,
+        _: &Baseline<M::State>,
+        _: &mut M::Workspace,
+    ) -> (usize, M::State) {
+        (0, model.init())
+    }
+
+    fn observe(&mut self, k: usize, metric: f64) {
+        self.k = k;
+        self.curve_time.push(self.t);
+        self.curve_metric.push(metric);
+    }
+
+    /// The failure strikes `offset` of the way through iteration k + 1; the
+    /// recovered state is checked again before iteration k + 1 is rerun.
+    fn strike(&mut self, model: &M, k: usize, state: &mut M::State) -> bool {
+        let Some(f) = self
+            .failure
+            .filter(|f| !self.failed && k + 1 == f.iteration)
+        else {
+            return false;
+        };
+        self.failed = true;
+        let costs = self.costs;
+        let wasted = f.offset * costs.iteration_time;
+        let t_fail = self.t + wasted;
+        commit_until(model, &mut self.pending, &mut self.committed, t_fail);
+        self.unpersisted_lost += self.pending.abort(&f.lost);
+        let out = self
+            .recovery
+            .apply(model, state, &self.committed, &f.lost, k);
+        self.perturbation_norm = out.perturbation_norm;
+        // The restored blocks' cache holds the saved values again.
+        for b in 0..model.block_count() {
+            if self.recovery == RecoveryPolicy::Full || f.lost.binary_search(&b).is_ok() {
+                model.copy_block(&self.committed.state, &mut self.cache, b);
+            }
+        }
+        self.split.rework += wasted;
+        self.split.restart += costs.detection + costs.restart;
+        self.t = t_fail + costs.detection + costs.restart;
+        true
+    }
+
+    /// Iteration k + 1 is done: its time, and the checkpoint due after it.
+    fn after_step(&mut self, model: &M, k: usize, state: &M::State) {
+        let costs = self.costs;
+        let done = k + 1;
+        self.t += costs.iteration_time;
+        if done.is_multiple_of(self.policy.period()) {
+            let chosen: Vec<usize> = self
+                .selector
+                .select(model, self.policy, state, &self.cache, self.rng)
+                .to_vec();
+            // A checkpoint's cache and write times are its share of the parameters.
+            let share = self.selector.share_of(&chosen);
+            for &b in &chosen {
+                model.copy_block(state, &mut self.cache, b);
+            }
+            self.checkpoints += 1;
+            let values = model.snapshot(state);
+            let (pause, finish) = if costs.asynchronous {
+                let pause = share * costs.cache_time;
+                (pause, self.t + pause + share * costs.write_time)
+            } else {
+                let pause = share * costs.write_time;
+                (pause, self.t + pause)
+            };
+            self.t += pause;
+            self.split.dump += pause;
+            self.pending.push(finish, done, chosen, values);
+        }
+        commit_until(model, &mut self.pending, &mut self.committed, self.t);
+    }
+}
+
+/// Runs one timeline of `model` from x(0) to `criterion` (at most
+/// `max_iterations`) on the engine's trial loop ([`run_hooked`], the metric
+/// evaluated at every iteration).
 #[allow(clippy::too_many_arguments)]
 pub fn run_iterations<M: Model>(
     model: &M,
@@ -116,99 +223,58 @@ pub fn run_iterations<M: Model>(
     baseline_iterations: usize,
     rng: &mut SimRng,
 ) -> IterationRun {
-    let n = model.block_count();
-    let mut state = model.init();
-    let mut committed = RunningCheckpoint {
-        state: model.snapshot(&state),
-        saved_at: vec![0; n],
+    let x0 = model.init();
+    let mut timeline = Timeline {
+        policy,
+        recovery,
+        costs,
+        failure,
+        rng,
+        committed: RunningCheckpoint {
+            state: model.snapshot(&x0),
+            saved_at: vec![0; model.block_count()],
+        },
+        cache: model.snapshot(&x0),
+        selector: SelectorState::new(model),
+        pending: Writes::default(),
+        t: 0.0,
+        split: TimeSplit::default(),
+        checkpoints: 0,
+        failed: false,
+        unpersisted_lost: 0,
+        perturbation_norm: 0.0,
+        k: 0,
+        curve_time: Vec::new(),
+        curve_metric: Vec::new(),
     };
-    let mut cache = model.snapshot(&state);
-    let mut selector = SelectorState::new(model);
-    let mut pending = Writes::<usize, M::State>::default();
-    let period = policy.period();
-    let mut t = 0.0;
-    let mut split = TimeSplit::default();
-    let mut checkpoints = 0;
-    let mut failed = false;
-    let mut unpersisted_lost = 0;
-    let mut perturbation_norm = 0.0;
-    let mut k = 0;
-    let mut curve_time = Vec::new();
-    let mut curve_metric = Vec::new();
-    let converged = loop {
-        let m = model.metric(&state, ws);
-        curve_time.push(t);
-        curve_metric.push(m);
-        if m <= criterion {
-            break true;
-        }
-        if k >= max_iterations || !m.is_finite() {
-            break false;
-        }
-        if let Some(f) = failure.filter(|f| !failed && k + 1 == f.iteration) {
-            failed = true;
-            let wasted = f.offset * costs.iteration_time;
-            let t_fail = t + wasted;
-            commit_until(model, &mut pending, &mut committed, t_fail);
-            unpersisted_lost += pending.abort(&f.lost);
-            let out = recovery.apply(model, &mut state, &committed, &f.lost, k);
-            perturbation_norm = out.perturbation_norm;
-            // The restored blocks' cache holds the saved values again.
-            for b in 0..n {
-                if recovery == RecoveryPolicy::Full || f.lost.binary_search(&b).is_ok() {
-                    model.copy_block(&committed.state, &mut cache, b);
-                }
-            }
-            split.rework += wasted;
-            split.restart += costs.detection + costs.restart;
-            t = t_fail + costs.detection + costs.restart;
-            continue;
-        }
-        model.step(
-            &mut state,
-            IterCtx {
-                iteration: k,
-                run_seed,
-            },
-            ws,
-        );
-        k += 1;
-        t += costs.iteration_time;
-        if k.is_multiple_of(period) {
-            let chosen: Vec<usize> = selector.select(model, policy, &state, &cache, rng).to_vec();
-            // A checkpoint's cache and write times are its share of the parameters.
-            let share = selector.share_of(&chosen);
-            for &b in &chosen {
-                model.copy_block(&state, &mut cache, b);
-            }
-            checkpoints += 1;
-            let values = model.snapshot(&state);
-            if costs.asynchronous {
-                let pause = share * costs.cache_time;
-                t += pause;
-                split.dump += pause;
-                pending.push(t + share * costs.write_time, k, chosen, values);
-            } else {
-                let pause = share * costs.write_time;
-                t += pause;
-                split.dump += pause;
-                pending.push(t, k, chosen, values);
-                commit_until(model, &mut pending, &mut committed, t);
-            }
-        }
-        commit_until(model, &mut pending, &mut committed, t);
-    };
+    let finish = run_hooked(
+        model,
+        &Baseline::starting(run_seed),
+        &Convergence {
+            criterion,
+            max_iterations,
+        },
+        std::slice::from_mut(&mut timeline),
+        false,
+        ws,
+        &|| false,
+    )
+    .and_then(|f| f.first().copied())
+    .expect("a run that is never stopped finishes");
+    // A run that diverges ends at the iteration whose metric is not finite.
+    let k = timeline.k;
+    let mut split = timeline.split;
     split.solve = baseline_iterations as f64 * costs.iteration_time;
     split.rework += (k as f64 - baseline_iterations as f64) * costs.iteration_time;
     IterationRun {
         iterations: k,
-        converged,
-        wall_time: t,
+        converged: finish.converged,
+        wall_time: timeline.t,
         split,
-        curve_time,
-        curve_metric,
-        checkpoints,
-        unpersisted_lost,
-        perturbation_norm,
+        curve_time: timeline.curve_time,
+        curve_metric: timeline.curve_metric,
+        checkpoints: timeline.checkpoints,
+        unpersisted_lost: timeline.unpersisted_lost,
+        perturbation_norm: timeline.perturbation_norm,
     }
 }
