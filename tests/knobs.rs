@@ -2,7 +2,27 @@
 //! shown resolved by `validate --resolved`, defaults included, refused
 //! clearly when wrong, and honoured by a run.
 
+use std::path::Path;
+
 use crate::common;
+
+/// Writes `contents` as `dir/name` and returns what `validate --resolved`
+/// prints for it (which must succeed).
+fn resolved(dir: &Path, name: &str, contents: &str) -> String {
+    std::fs::write(dir.join(name), contents).unwrap();
+    let o = common::scarsim(dir, &["validate", "--resolved", name]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes `contents` as `dir/bad.toml` and returns the error `validate`
+/// gives for it (which must fail).
+fn refused(dir: &Path, contents: &str) -> String {
+    std::fs::write(dir.join("bad.toml"), contents).unwrap();
+    let o = common::scarsim(dir, &["validate", "bad.toml"]);
+    assert!(!o.status.success());
+    common::stderr(&o)
+}
 
 /// `[checkpoint] event_order` is a field (per series too): `validate
 /// --resolved` shows it, defaults included; a bad value is an error naming
@@ -21,10 +41,7 @@ fn event_order_is_a_field_shown_resolved_and_honoured() {
             "name = \"partial\"\nrecovery = \"partial\"",
             "name = \"full-checkpoint-first\"\nrecovery = \"full\"\nevent_order = \"checkpoint-first\"",
         );
-    std::fs::write(dir.join("order.toml"), &sc).unwrap();
-    let o = common::scarsim(&dir, &["validate", "--resolved", "order.toml"]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = resolved(&dir, "order.toml", &sc);
     assert!(
         out.contains("series[0].config.event_order = \"failure-first\""),
         "{out}"
@@ -34,17 +51,13 @@ fn event_order_is_a_field_shown_resolved_and_honoured() {
         "{out}"
     );
 
-    std::fs::write(
-        dir.join("bad.toml"),
-        sc.replace(
+    let err = refused(
+        &dir,
+        &sc.replace(
             "interval = 8\n",
             "interval = 8\nevent_order = \"sometimes\"\n",
         ),
-    )
-    .unwrap();
-    let o = common::scarsim(&dir, &["validate", "bad.toml"]);
-    assert!(!o.status.success());
-    let err = common::stderr(&o);
+    );
     assert!(
         err.contains("bad.toml") && err.contains("sometimes") && err.contains("checkpoint-first"),
         "{err}"
@@ -118,10 +131,7 @@ fn write_budget_is_a_field_shown_resolved() {
         "name = \"partial\"\nrecovery = \"partial\"",
         "name = \"partial\"\nrecovery = \"partial\"\ncheckpoint_fraction = 0.5\ncheckpoint_budget = \"blocks\"",
     );
-    std::fs::write(dir.join("budget.toml"), &sc).unwrap();
-    let o = common::scarsim(&dir, &["validate", "--resolved", "budget.toml"]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = resolved(&dir, "budget.toml", &sc);
     assert!(
         out.contains("series[0].config.checkpoint.budget = \"parameters\""),
         "{out}"
@@ -130,14 +140,10 @@ fn write_budget_is_a_field_shown_resolved() {
         out.contains("series[1].config.checkpoint.budget = \"blocks\""),
         "{out}"
     );
-    std::fs::write(
-        dir.join("bad.toml"),
-        sc.replace("interval = 8\n", "interval = 8\nbudget = \"bytes\"\n"),
-    )
-    .unwrap();
-    let o = common::scarsim(&dir, &["validate", "bad.toml"]);
-    assert!(!o.status.success());
-    let err = common::stderr(&o);
+    let err = refused(
+        &dir,
+        &sc.replace("interval = 8\n", "interval = 8\nbudget = \"bytes\"\n"),
+    );
     assert!(
         err.contains("bad.toml") && err.contains("bytes") && err.contains("parameters"),
         "{err}"
