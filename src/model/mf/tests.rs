@@ -486,3 +486,39 @@ fn the_dual_form_gives_the_normal_equations_solution() {
     }
     assert!(dual_rows >= 10, "only {dual_rows} rows in the dual form");
 }
+
+/// Packing and unpacking (register transposes at the vector levels) move
+/// every entry where the definition says, at every level, for full and
+/// partial groups and lengths that are not a multiple of the block.
+#[test]
+fn pack_and_unpack_are_transposes_at_every_level() {
+    use crate::simd::Level;
+    for (trials, len) in [(W, 8 * 7), (W, 61), (3, 45), (1, 5)] {
+        let srcs: Vec<Vec<f64>> = (0..trials)
+            .map(|l| (0..len).map(|k| (l * 1000 + k) as f64 + 0.5).collect())
+            .collect();
+        let refs: Vec<&[f64]> = srcs.iter().map(|s| &s[..]).collect();
+        for level in Level::supported() {
+            let mut packed = lanes::zeros(len);
+            lanes::pack_at(level, &mut packed, &refs);
+            for (k, v) in packed.iter().enumerate() {
+                for (l, &x) in v.0.iter().enumerate() {
+                    let want = srcs.get(l).map_or(0.0, |s| s[k]);
+                    assert_eq!(x, want, "pack entry {k} lane {l}, {level:?}");
+                }
+            }
+            // Rows of 5 entries; unpack rows 1..len/5 only.
+            let rows = 1..len / 5;
+            let mut outs: Vec<Vec<f64>> = vec![vec![-1.0; len]; trials];
+            let mut dsts: Vec<&mut [f64]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            lanes::unpack_rows_at(level, &packed, 5, rows.clone(), &mut dsts);
+            for (l, out) in outs.iter().enumerate() {
+                for (k, &x) in out.iter().enumerate() {
+                    let inside = (rows.start * 5..rows.end * 5).contains(&k);
+                    let want = if inside { srcs[l][k] } else { -1.0 };
+                    assert_eq!(x, want, "unpack entry {k} lane {l}, {level:?}");
+                }
+            }
+        }
+    }
+}

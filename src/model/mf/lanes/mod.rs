@@ -104,48 +104,66 @@ pub(crate) fn zeros(len: usize) -> Vec<V> {
     vec![V::splat(0.0); len]
 }
 
-/// Interleaves `srcs` (one trial's factor matrix each, all of the same
-/// length) into `dst`: `dst[k][l] = srcs[l][k]`; lanes past `srcs.len()`
-/// become zero.
-pub(crate) fn pack(dst: &mut [V], srcs: &[&[f64]]) {
+lane_kernel! {
+    /// Interleaves `srcs` (one trial's factor matrix each, all of the same
+    /// length) into `dst`: `dst[k][l] = srcs[l][k]`; lanes past `srcs.len()`
+    /// become zero.
+    pub fn pack, pack_at(dst: &mut [V], srcs: &[&[f64]]) = pack_body;
+}
+
+lane_kernel! {
+    /// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l` of
+    /// `src` into `dsts[l]`.
+    pub fn unpack_rows, unpack_rows_at(
+        src: &[V],
+        p: usize,
+        rows: std::ops::Range<usize>,
+        dsts: &mut [&mut [f64]],
+    ) = unpack_rows_body;
+}
+
+/// [`pack`]: [`W`] entries of every trial at a time, transposed in registers.
+#[inline(always)]
+fn pack_body<S: Simd>(dst: &mut [V], srcs: &[&[f64]]) {
     debug_assert!(srcs.len() <= W);
-    const BLOCK: usize = 256;
-    for (b, out) in dst.chunks_mut(BLOCK).enumerate() {
-        let base = b * BLOCK;
-        if srcs.len() < W {
-            for v in out.iter_mut() {
-                *v = V::splat(0.0);
-            }
-        }
-        for (l, src) in srcs.iter().enumerate() {
-            let src = &src[base..base + out.len()];
-            for (v, &x) in out.iter_mut().zip(src) {
-                v.0[l] = x;
-            }
-        }
+    let full = dst.len() / W * W;
+    for k0 in (0..full).step_by(W) {
+        let rows: [V; W] = std::array::from_fn(|l| match srcs.get(l) {
+            Some(src) => V(src[k0..k0 + W].try_into().expect("W entries")),
+            None => V::splat(0.0),
+        });
+        let block: &mut [V; W] = (&mut dst[k0..k0 + W]).try_into().expect("W entries");
+        *block = S::transpose(&rows);
+    }
+    for (k, v) in dst.iter_mut().enumerate().skip(full) {
+        *v = V(std::array::from_fn(|l| {
+            srcs.get(l).map_or(0.0, |src| src[k])
+        }));
     }
 }
 
-/// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l` of
-/// `src` into `dsts[l]`.
-pub(crate) fn unpack_rows(
+/// [`unpack_rows`]: [`W`] entries at a time, transposed in registers.
+#[inline(always)]
+fn unpack_rows_body<S: Simd>(
     src: &[V],
     p: usize,
     rows: std::ops::Range<usize>,
     dsts: &mut [&mut [f64]],
 ) {
-    const BLOCK: usize = 256;
     let (lo, hi) = (rows.start * p, rows.end * p);
-    let mut base = lo;
-    while base < hi {
-        let end = (base + BLOCK).min(hi);
-        let src = &src[base..end];
-        for (l, dst) in dsts.iter_mut().enumerate() {
-            for (x, v) in dst[base..end].iter_mut().zip(src) {
-                *x = v.0[l];
-            }
+    let mut k0 = lo;
+    while k0 + W <= hi {
+        let block: &[V; W] = src[k0..k0 + W].try_into().expect("W entries");
+        let t = S::transpose(block);
+        for (dst, row) in dsts.iter_mut().zip(&t) {
+            dst[k0..k0 + W].copy_from_slice(&row.0);
         }
-        base = end;
+        k0 += W;
+    }
+    for k in k0..hi {
+        for (l, dst) in dsts.iter_mut().enumerate() {
+            dst[k] = src[k].0[l];
+        }
     }
 }
 

@@ -34,8 +34,12 @@ pub(crate) trait Simd {
     /// `sqrt(max(x, MIN_POSITIVE))` per lane (`f64::max`: a NaN gives
     /// MIN_POSITIVE): the Cholesky pivot of [`super::single::cholesky_solve_upper`].
     fn pivot(x: Self::R) -> Self::R;
-    /// Asks for `v`'s cache line ahead of its use (no effect on results).
-    fn prefetch(v: &V);
+    /// The transpose of a [`W`] × [`W`] block: `out[l].0[k] = m[k].0[l]`
+    /// (data movement only; register shuffles where the level has them).
+    #[inline(always)]
+    fn transpose(m: &[V; W]) -> [V; W] {
+        std::array::from_fn(|l| V(std::array::from_fn(|k| m[k].0[l])))
+    }
 }
 
 /// Plain Rust, one lane after the other.
@@ -86,8 +90,6 @@ impl Simd for Portable {
     fn pivot(x: [f64; W]) -> [f64; W] {
         std::array::from_fn(|l| x[l].max(f64::MIN_POSITIVE).sqrt())
     }
-    #[inline(always)]
-    fn prefetch(_: &V) {}
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -158,9 +160,47 @@ pub(super) mod x86 {
             unsafe { _mm512_sqrt_pd(_mm512_max_pd(x, _mm512_set1_pd(f64::MIN_POSITIVE))) }
         }
         #[inline(always)]
-        fn prefetch(v: &V) {
-            // SAFETY: a prefetch never faults; SSE is part of x86-64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(v.0.as_ptr().cast()) }
+        fn transpose(m: &[V; W]) -> [V; W] {
+            // Three rounds of shuffles: pairs of rows interleaved within
+            // 128-bit quarters, then quarters, then halves.
+            // SAFETY: as above; every `V` is 64 aligned.
+            unsafe {
+                let r: [__m512d; W] = std::array::from_fn(|k| _mm512_load_pd(m[k].0.as_ptr()));
+                let a: [__m512d; W] = std::array::from_fn(|k| {
+                    let (x, y) = (r[k / 2 * 2], r[k / 2 * 2 + 1]);
+                    if k % 2 == 0 {
+                        _mm512_unpacklo_pd(x, y)
+                    } else {
+                        _mm512_unpackhi_pd(x, y)
+                    }
+                });
+                // b[0]: columns 0 and 4 of rows 0..4, b[1]: 2 and 6, b[2]: 1
+                // and 5, b[3]: 3 and 7; b[4..8] the same of rows 4..8.
+                let lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+                let hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+                let b: [__m512d; W] = std::array::from_fn(|k| {
+                    let base = k / 4 * 4;
+                    let (x, y) = (a[base + (k % 4) / 2], a[base + 2 + (k % 4) / 2]);
+                    if k % 2 == 0 {
+                        _mm512_permutex2var_pd(x, lo, y)
+                    } else {
+                        _mm512_permutex2var_pd(x, hi, y)
+                    }
+                });
+                // Column c: b[j] with its pair b[j + 4], low halves for c < 4.
+                let source = [0, 2, 1, 3];
+                let mut out = [V([0.0; W]); W];
+                for (c, o) in out.iter_mut().enumerate() {
+                    let j = source[c % 4];
+                    let v = if c < 4 {
+                        _mm512_shuffle_f64x2::<0x44>(b[j], b[j + 4])
+                    } else {
+                        _mm512_shuffle_f64x2::<0xEE>(b[j], b[j + 4])
+                    };
+                    _mm512_store_pd(o.0.as_mut_ptr(), v);
+                }
+                out
+            }
         }
     }
 
@@ -245,11 +285,6 @@ pub(super) mod x86 {
                     _mm256_sqrt_pd(_mm256_max_pd(x[1], m)),
                 ]
             }
-        }
-        #[inline(always)]
-        fn prefetch(v: &V) {
-            // SAFETY: a prefetch never faults; SSE is part of x86-64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(v.0.as_ptr().cast()) }
         }
     }
 }
