@@ -509,43 +509,51 @@ fn squared_error_general<S: Simd>(
     l: &[V],
     r: &[V],
 ) -> V {
-    /// Ratings whose dot products are formed side by side (independent
-    /// chains); their squared residuals are then added in order.
-    const Q: usize = 8;
     let mut total = S::splat(0.0);
     for (i, li) in l.chunks_exact(p).enumerate() {
         let rg = ptr[i]..ptr[i + 1];
-        let (idx, values) = (&idx[rg.clone()], &values[rg]);
-        let mut user = S::splat(0.0);
-        let mut qi = idx.chunks_exact(Q);
-        let mut qv = values.chunks_exact(Q);
-        for (ks, vs) in (&mut qi).zip(&mut qv) {
-            let rows: [&[V]; Q] =
-                std::array::from_fn(|q| &r[ks[q] as usize * p..(ks[q] as usize + 1) * p]);
-            let mut dots = [S::splat(-0.0); Q];
-            for t in 0..p {
-                let lt = S::load(&li[t]);
-                for q in 0..Q {
-                    dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
-                }
-            }
-            for q in 0..Q {
-                let d = S::sub(S::splat(vs[q] as f64), dots[q]);
-                user = S::fma(d, d, user);
-            }
-        }
-        for (&k, &a) in qi.remainder().iter().zip(qv.remainder()) {
-            let rj = &r[k as usize * p..(k as usize + 1) * p];
-            let mut dot = S::splat(-0.0);
-            for t in 0..p {
-                dot = S::fma(S::load(&li[t]), S::load(&rj[t]), dot);
-            }
-            let d = S::sub(S::splat(a as f64), dot);
-            user = S::fma(d, d, user);
-        }
+        let user =
+            add_squared_residuals::<S>(p, li, &idx[rg.clone()], &values[rg], r, S::splat(0.0));
         total = S::add(total, user);
     }
     let mut out = V::splat(0.0);
     S::store(total, &mut out);
     out
+}
+
+/// `user` plus `(a − l·r_j)²` for the ratings `idx`/`values` in order
+/// (`li`: the user's row of L), each dot product a chain over the factors
+/// from −0 as [`super::single::dot`] forms it.
+#[inline(always)]
+fn add_squared_residuals<S: Simd>(
+    p: usize,
+    li: &[V],
+    idx: &[u32],
+    values: &[f32],
+    r: &[V],
+    mut user: S::R,
+) -> S::R {
+    /// Ratings whose dot products are formed side by side (independent
+    /// chains); their squared residuals are then added in order. A last
+    /// group of fewer repeats its first row in the unused slots and adds
+    /// only its own.
+    const Q: usize = 8;
+    for (ks, vs) in idx.chunks(Q).zip(values.chunks(Q)) {
+        let rows: [&[V]; Q] = std::array::from_fn(|q| {
+            let k = ks.get(q).copied().unwrap_or(ks[0]) as usize;
+            &r[k * p..(k + 1) * p]
+        });
+        let mut dots = [S::splat(-0.0); Q];
+        for t in 0..p {
+            let lt = S::load(&li[t]);
+            for q in 0..Q {
+                dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
+            }
+        }
+        for (q, &a) in vs.iter().enumerate() {
+            let d = S::sub(S::splat(a as f64), dots[q]);
+            user = S::fma(d, d, user);
+        }
+    }
+    user
 }
