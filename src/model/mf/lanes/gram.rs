@@ -79,7 +79,6 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
     // than the misses they hid (`scarsim bench --kernel mf-als`, 2026-12-05).
     let mut first = fresh;
     for (idx, values) in idx.chunks(CHUNK).zip(values.chunks(CHUNK)) {
-        // The rows of the next chunk are fetched while this one is summed.
         let mut s0 = 0;
         while s0 < P {
             let rs = tile_len::<S>().min(P - s0);
