@@ -223,10 +223,13 @@ fn conv1_backward_image<T: Scalar, V: Vector<T>, const G: usize>(
     for ph in 0..P1_SIDE {
         for pw in 0..P1_SIDE {
             let j0 = (ph * P1_SIDE + pw) * C + c0;
+            // The window's top-left patch; a maximum's row and column in the
+            // window add one pair row or one column (no multiplies per channel).
+            let corner = (2 * ph * PAIR_COLS + 2 * pw) * LANES;
             for (c, (a, bc)) in t.iter_mut().zip(tb.iter_mut()).enumerate() {
                 let g = through_relu(p1i[j0 + c], dp1i[j0 + c]);
                 let (dh, dw_) = code_at(codes[ph * C + c0 + c], pw);
-                let at = ((2 * ph + dh) * PAIR_COLS + 2 * pw + dw_) * LANES;
+                let at = corner + dh * (PAIR_COLS * LANES) + dw_ * LANES;
                 let gv = V::splat(g);
                 for (k, ak) in a.iter_mut().enumerate() {
                     *ak = gv.mul_add(V::load(&z[at + 2 * k * PAIR_COLS * LANES..]), *ak);
