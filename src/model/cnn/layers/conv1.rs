@@ -216,6 +216,8 @@ fn conv1_backward_image<T: Scalar, V: Vector<T>, const G: usize>(
     // every multiply-add of the loop below a load, an FMA and a store.
     let mut t = [[V::splat(T::zero()); KERNEL.div_ceil(2)]; G];
     let mut tb = [T::zero(); G];
+    // (Nor `copy_from_slice`: measured 8% slower steps.)
+    #[allow(clippy::manual_memcpy)]
     for c in 0..G {
         t[c] = acc[c0 + c];
         tb[c] = bias[c0 + c];
