@@ -239,6 +239,83 @@ fn lane_half_step(
 }
 
 #[test]
+fn squared_error_in_item_order_equals_user_order_bit_for_bit_at_every_level() {
+    use crate::simd::Level;
+    for (movielens, p) in [(true, 20), (true, 10), (true, 7), (false, 5), (false, 1)] {
+        let m = model(movielens, p, 0.5);
+        let d = m.data();
+        let order = lanes::ItemOrder::new(
+            &d.user_ptr,
+            &d.user_items,
+            &d.user_values,
+            &d.item_ptr,
+            &d.item_users,
+            &d.item_values,
+        )
+        .expect("both lists hold the same ratings");
+        for count in [1usize, 3, W] {
+            let states = distinct_states(&m, count);
+            let (mut l, mut r) = (lanes::zeros(d.users * p), lanes::zeros(d.items * p));
+            lanes::pack(&mut l, &states.iter().map(|s| s.l()).collect::<Vec<_>>());
+            lanes::pack(&mut r, &states.iter().map(|s| s.r()).collect::<Vec<_>>());
+            let want = lanes::squared_error_at(
+                Level::Portable,
+                p,
+                &d.user_ptr,
+                &d.user_items,
+                &d.user_values,
+                &l,
+                &r,
+            );
+            for level in Level::supported() {
+                let mut resid = Vec::new();
+                let got = lanes::squared_error_by_item_at(
+                    level,
+                    p,
+                    &d.user_ptr,
+                    &d.item_values,
+                    &d.item_users,
+                    &order,
+                    &l,
+                    &r,
+                    &mut resid,
+                );
+                for lane in 0..W {
+                    assert_eq!(
+                        got[lane].to_bits(),
+                        want[lane].to_bits(),
+                        "p = {p}, lane {lane} of {count}, {level:?}"
+                    );
+                }
+                for (lane, s) in states.iter().enumerate() {
+                    assert_eq!(got[lane].to_bits(), m.squared_error(s).to_bits());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn item_order_is_refused_when_the_two_lists_disagree() {
+    let m = model(true, 5, 0.5);
+    let d = m.data();
+    let order = |values: &[f32]| {
+        lanes::ItemOrder::new(
+            &d.user_ptr,
+            &d.user_items,
+            values,
+            &d.item_ptr,
+            &d.item_users,
+            &d.item_values,
+        )
+    };
+    assert!(order(&d.user_values).is_some());
+    let mut changed = d.user_values.clone();
+    changed[d.user_values.len() / 2] += 1.0;
+    assert!(order(&changed).is_none());
+}
+
+#[test]
 fn lane_kernels_equal_the_one_trial_kernels_bit_for_bit() {
     let level = crate::simd::level();
     for (movielens, p, lambda) in [

@@ -459,6 +459,163 @@ fn half_step_general<S: Simd>(
     }
 }
 
+/// Where each rating of the user-ordered lists sits in the item-ordered
+/// ones, for [`squared_error_by_item`].
+pub(crate) struct ItemOrder {
+    /// `pos[k]`: the item-order position of user-order rating `k`.
+    pos: Vec<u32>,
+    /// `item[q]`: the item of item-order rating `q`.
+    item: Vec<u32>,
+}
+
+impl ItemOrder {
+    /// The map between `user_*` and `item_*` (both lists of the same
+    /// ratings, each ascending within its user or item), or `None` when a
+    /// rating of one has no counterpart of the same value at the expected
+    /// place in the other (then [`squared_error`] is used instead), or when
+    /// positions do not fit `u32`.
+    pub(crate) fn new(
+        user_ptr: &[usize],
+        user_items: &[u32],
+        user_values: &[f32],
+        item_ptr: &[usize],
+        item_users: &[u32],
+        item_values: &[f32],
+    ) -> Option<ItemOrder> {
+        let len = user_items.len();
+        if item_users.len() != len || u32::try_from(len).is_err() {
+            return None;
+        }
+        let users = user_ptr.len().checked_sub(1)?;
+        let mut cursor = user_ptr[..users].to_vec();
+        let mut pos = vec![u32::MAX; len];
+        let mut item = vec![0u32; len];
+        for j in 0..item_ptr.len().saturating_sub(1) {
+            for q in item_ptr[j]..item_ptr[j + 1] {
+                let i = item_users[q] as usize;
+                let k = *cursor.get(i)?;
+                if k >= user_ptr[i + 1]
+                    || user_items[k] as usize != j
+                    || user_values[k].to_bits() != item_values[q].to_bits()
+                {
+                    return None;
+                }
+                cursor[i] += 1;
+                pos[k] = q as u32;
+                item[q] = j as u32;
+            }
+        }
+        pos.iter()
+            .all(|&q| q != u32::MAX)
+            .then_some(ItemOrder { pos, item })
+    }
+}
+
+lane_kernel! {
+    /// [`squared_error`] with the same bits, its dot products formed in item
+    /// order: each item's column of R is read once, in sequence, and the
+    /// rows of L (the smaller side) are gathered instead, while the
+    /// residuals go to `resid` (item order); they are then squared and
+    /// summed user by user in index order, as [`squared_error`] sums them.
+    pub fn squared_error_by_item, squared_error_by_item_at(
+        p: usize,
+        user_ptr: &[usize],
+        item_values: &[f32],
+        item_users: &[u32],
+        order: &ItemOrder,
+        l: &[V],
+        r: &[V],
+        resid: &mut Vec<V>,
+    ) -> V = squared_error_by_item_body;
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn squared_error_by_item_body<S: Simd>(
+    p: usize,
+    user_ptr: &[usize],
+    item_values: &[f32],
+    item_users: &[u32],
+    order: &ItemOrder,
+    l: &[V],
+    r: &[V],
+    resid: &mut Vec<V>,
+) -> V {
+    match p {
+        5 => by_item_residuals::<S, 5>(item_values, item_users, order, l, r, resid),
+        10 => by_item_residuals::<S, 10>(item_values, item_users, order, l, r, resid),
+        20 => by_item_residuals::<S, 20>(item_values, item_users, order, l, r, resid),
+        _ => by_item_residuals_general::<S>(p, item_values, item_users, order, l, r, resid),
+    }
+    let mut total = S::splat(0.0);
+    for i in 0..user_ptr.len() - 1 {
+        let mut user = S::splat(0.0);
+        for &q in &order.pos[user_ptr[i]..user_ptr[i + 1]] {
+            let d = S::load(&resid[q as usize]);
+            user = S::fma(d, d, user);
+        }
+        total = S::add(total, user);
+    }
+    let mut out = V::splat(0.0);
+    S::store(total, &mut out);
+    out
+}
+
+#[inline(always)]
+fn by_item_residuals<S: Simd, const P: usize>(
+    item_values: &[f32],
+    item_users: &[u32],
+    order: &ItemOrder,
+    l: &[V],
+    r: &[V],
+    resid: &mut Vec<V>,
+) {
+    by_item_residuals_general::<S>(P, item_values, item_users, order, l, r, resid)
+}
+
+/// `resid[q] ← a_q − l_i·r_j` for every rating `q` (item order), each dot
+/// product a chain over the factors from −0 as [`add_squared_residuals`]
+/// forms it (`l_it · r_jt`, the product commutes exactly), eight ratings'
+/// chains side by side.
+#[inline(always)]
+fn by_item_residuals_general<S: Simd>(
+    p: usize,
+    item_values: &[f32],
+    item_users: &[u32],
+    order: &ItemOrder,
+    l: &[V],
+    r: &[V],
+    resid: &mut Vec<V>,
+) {
+    const Q: usize = 8;
+    let len = item_users.len();
+    resid.resize(len, V::splat(0.0));
+    let mut q0 = 0;
+    while q0 < len {
+        let n = Q.min(len - q0);
+        let mut lrows: [&[V]; Q] = [&[]; Q];
+        let mut rrows: [&[V]; Q] = [&[]; Q];
+        for q in 0..Q {
+            // A last group of fewer repeats its first rating.
+            let at = q0 + if q < n { q } else { 0 };
+            let (i, j) = (item_users[at] as usize, order.item[at] as usize);
+            lrows[q] = &l[i * p..(i + 1) * p];
+            rrows[q] = &r[j * p..(j + 1) * p];
+        }
+        let mut dots = [S::splat(-0.0); Q];
+        for t in 0..p {
+            for q in 0..Q {
+                dots[q] = S::fma(S::load(&lrows[q][t]), S::load(&rrows[q][t]), dots[q]);
+            }
+        }
+        for q in 0..n {
+            let a = S::splat(item_values[q0 + q] as f64);
+            S::store(S::sub(a, dots[q]), &mut resid[q0 + q]);
+        }
+        q0 += n;
+    }
+}
+
 lane_kernel! {
     /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² per lane, summed user by user in index
     /// order exactly as [`super::single::squared_error`] sums one trial.
