@@ -363,6 +363,7 @@ impl Cnn {
             }
             ws.labels[slot] = self.data.y[i];
         }
+        ws.net.split_input(rows.len());
     }
 
     /// The gradient of the mean cross-entropy of minibatch `ctx.iteration`

@@ -219,9 +219,18 @@ pub(crate) struct Net<T> {
     /// Images per transposed row: `capacity` rounded up to [`LANES`].
     ld: usize,
     /// Input images, planar (`capacity × side²`, then [`LANES`] values of
-    /// padding); the caller fills it.
+    /// padding); the caller fills it. A caller that writes it after
+    /// [`Net::split_input`] calls that again (or the forward pass would
+    /// read the old images' split).
     pub(crate) input: Vec<T>,
+    /// One image's column split ([`split_columns`]), for passes that split
+    /// image by image.
     xs: Vec<T>,
+    /// The column splits of the first `split_images` images of `input`
+    /// ([`Net::split_input`]): split once when several members of a cohort
+    /// step from the same minibatch.
+    split: Vec<T>,
+    split_images: usize,
     p1: Vec<T>,
     arg1: Vec<Codes>,
     p2: Vec<T>,
@@ -259,6 +268,8 @@ impl<T: Scalar> Net<T> {
             ld,
             input: vec![z; n * arch.input_len() + LANES],
             xs: vec![z; 2 * PLANE],
+            split: Vec::new(),
+            split_images: 0,
             p1: vec![z; n * P1_LEN + LANES],
             arg1: vec![0; n * P1_SIDE * CONV1_CHANNELS],
             p2: vec![z; n * arch.flat],
@@ -294,6 +305,23 @@ impl<T: Scalar> Net<T> {
         T::forward_at(simd::level(), self, w, None, n);
     }
 
+    /// Splits the first `n` images of `input` once for every following pass
+    /// over them (each image's split is the same values, so passes give the
+    /// same bits either way).
+    pub(crate) fn split_input(&mut self, n: usize) {
+        let n = n.min(self.capacity);
+        let side2 = self.arch.input_len();
+        if side2 != SIDE * SIDE {
+            self.split_images = 0;
+            return;
+        }
+        self.split.resize(n * 2 * PLANE, T::zero());
+        for (img, xs) in self.split.chunks_exact_mut(2 * PLANE).enumerate() {
+            split_columns(&self.input[img * side2..(img + 1) * side2], xs);
+        }
+        self.split_images = n;
+    }
+
     /// Forward pass of the first `n` images of `x` (planar, like `input`).
     pub(crate) fn forward_from(&mut self, w: &[T], x: &[T], n: usize) {
         T::forward_at(simd::level(), self, w, Some(x), n);
@@ -305,6 +333,8 @@ impl<T: Scalar> Net<T> {
         assert!(n <= self.capacity, "batch larger than the buffers");
         let a = &self.arch;
         let (ld, flat) = (self.ld, a.flat);
+        // `input`'s images already split by `split_input`.
+        let presplit = x.is_none() && self.split_images >= n;
         let x = x.unwrap_or(&self.input);
         let side2 = a.input_len();
         assert!(x.len() >= n * side2, "fewer images than the batch");
@@ -312,15 +342,14 @@ impl<T: Scalar> Net<T> {
         let (w1, b1) = (&w[a.p(0)], &w[a.p(1)]);
         let b2 = &w[a.p(3)];
         for img in 0..n {
-            split_columns(&x[img * side2..(img + 1) * side2], &mut self.xs);
+            let xs = if presplit {
+                &self.split[img * 2 * PLANE..(img + 1) * 2 * PLANE]
+            } else {
+                split_columns(&x[img * side2..(img + 1) * side2], &mut self.xs);
+                &self.xs
+            };
             let p1 = &mut self.p1[img * P1_LEN..(img + 1) * P1_LEN];
-            conv1_pool::<T, V>(
-                &self.xs,
-                w1,
-                b1,
-                p1,
-                &mut self.arg1[img * A1..(img + 1) * A1],
-            );
+            conv1_pool::<T, V>(xs, w1, b1, p1, &mut self.arg1[img * A1..(img + 1) * A1]);
             let p2 = &mut self.p2[img * flat..(img + 1) * flat];
             conv2_pool::<T, V>(
                 p1,

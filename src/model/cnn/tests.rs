@@ -129,6 +129,34 @@ fn f32_gradient_agrees_with_f64() {
 }
 
 #[test]
+fn a_pass_over_presplit_input_gives_the_bits_of_splitting_image_by_image() {
+    let arch = Arch::new(28, 10).unwrap();
+    let n = 7;
+    let (w, x, y) = random_problem(&arch, n, 4);
+    let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let mut net: Net<f32> = Net::new(&arch, n);
+    for (d, &s) in net.input.iter_mut().zip(&x) {
+        *d = s as f32;
+    }
+    let bits = |g: &[f32]| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let mut alone = vec![0.0f32; w.len()];
+    let l_alone = net.gradient(&w, n, &y, &mut alone);
+    net.split_input(n);
+    let mut pre = vec![0.0f32; w.len()];
+    let l_pre = net.gradient(&w, n, &y, &mut pre);
+    assert_eq!(l_alone.to_bits(), l_pre.to_bits());
+    assert_eq!(bits(&alone), bits(&pre));
+    // A split of fewer images than the pass is not used.
+    net.split_input(n - 1);
+    let mut fewer = vec![0.0f32; w.len()];
+    assert_eq!(
+        net.gradient(&w, n, &y, &mut fewer).to_bits(),
+        l_alone.to_bits()
+    );
+    assert_eq!(bits(&alone), bits(&fewer));
+}
+
+#[test]
 fn lenet_shapes() {
     let arch = Arch::new(28, 10).unwrap();
     assert_eq!(arch.parameters(), 44_426);
