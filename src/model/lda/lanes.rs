@@ -410,8 +410,11 @@ fn lane_doc_body(
                     zs.len() >= len,
                     "a lane's topics are shorter than the document"
                 );
+                // The largest topic (a maximum vectorises; `all` with its
+                // early exit ran byte by byte, 3% of an LDA panel).
+                let top = zs[..len].iter().fold(0u8, |m, &t| m.max(t));
                 assert!(
-                    zs[..len].iter().all(|&t| (t as usize) < k),
+                    len == 0 || (top as usize) < k,
                     "a token's topic is not below K = {k}"
                 );
                 *p = zs.as_mut_ptr();
