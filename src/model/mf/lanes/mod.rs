@@ -541,12 +541,7 @@ fn squared_error_by_item_body<S: Simd>(
     r: &[V],
     resid: &mut Vec<V>,
 ) -> V {
-    match p {
-        5 => by_item_residuals::<S, 5>(item_values, item_users, order, l, r, resid),
-        10 => by_item_residuals::<S, 10>(item_values, item_users, order, l, r, resid),
-        20 => by_item_residuals::<S, 20>(item_values, item_users, order, l, r, resid),
-        _ => by_item_residuals_general::<S>(p, item_values, item_users, order, l, r, resid),
-    }
+    by_item_residuals::<S>(p, item_values, item_users, order, l, r, resid);
     let mut total = S::splat(0.0);
     for i in 0..user_ptr.len() - 1 {
         let mut user = S::splat(0.0);
@@ -561,24 +556,12 @@ fn squared_error_by_item_body<S: Simd>(
     out
 }
 
-#[inline(always)]
-fn by_item_residuals<S: Simd, const P: usize>(
-    item_values: &[f32],
-    item_users: &[u32],
-    order: &ItemOrder,
-    l: &[V],
-    r: &[V],
-    resid: &mut Vec<V>,
-) {
-    by_item_residuals_general::<S>(P, item_values, item_users, order, l, r, resid)
-}
-
 /// `resid[q] ← a_q − l_i·r_j` for every rating `q` (item order), each dot
 /// product a chain over the factors from −0 as [`add_squared_residuals`]
 /// forms it (`l_it · r_jt`, the product commutes exactly), eight ratings'
 /// chains side by side.
 #[inline(always)]
-fn by_item_residuals_general<S: Simd>(
+fn by_item_residuals<S: Simd>(
     p: usize,
     item_values: &[f32],
     item_users: &[u32],
