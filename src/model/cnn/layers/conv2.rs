@@ -137,8 +137,8 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
     // column [`patch_base`] that depends only on the window's column, so
     // that neighbouring windows touch the same vectors (not overlapping
     // ones, which would stall the load on the store before it); each channel
-    // adds its weights, pre-shifted by [`pad_conv2`] to the maximum's column
-    // within the patch, to rows dh..dh + 5. Lanes a weight does not cover
+    // adds its weights, read shifted to the maximum's column within the
+    // patch from [`pad_conv2`]'s zero-gapped rows, to rows dh..dh + 5. Lanes a weight does not cover
     // add g·0 = ±0, which leaves every non-zero value as it is (only the
     // sign of a zero can differ, and conv1's backward adds a zero gradient's
     // ±0 terms without effect either way). The same pass lists each
@@ -189,11 +189,11 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
                         *x = V::load(&d[base + v * LANES..]);
                     }
                 }
-                let (w0, w1) = (shifted_conv2(w2p, 2 * pw), shifted_conv2(w2p, 2 * pw + 1));
-                acc = window_input_grad::<T, V, 0>(acc, by_code[0], &gs, w0);
-                acc = window_input_grad::<T, V, 0>(acc, by_code[1], &gs, w1);
-                acc = window_input_grad::<T, V, 1>(acc, by_code[2], &gs, w0);
-                acc = window_input_grad::<T, V, 1>(acc, by_code[3], &gs, w1);
+                let (s0, s1) = (patch_shift(2 * pw), patch_shift(2 * pw + 1));
+                acc = window_input_grad::<T, V, 0>(acc, by_code[0], &gs, w2p, s0);
+                acc = window_input_grad::<T, V, 0>(acc, by_code[1], &gs, w2p, s1);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[2], &gs, w2p, s0);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[3], &gs, w2p, s1);
                 for (r, a) in acc.iter().enumerate() {
                     let base = at + r * ROW;
                     for (v, x) in a.iter().enumerate() {
@@ -227,16 +227,12 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
     }
 }
 
-/// Values of one shifted copy of conv2's weights in [`pad_conv2`]'s layout
-/// (16 channels × 5 kernel rows × three vectors).
-const SHIFTED: usize = CONV2_CHANNELS * KERNEL * 3 * LANES;
-
 /// Column (in values from the row start) of the three vectors through which
 /// [`conv2_backward`] reads the `dp1` patch of the windows in pooled column
 /// `pw`: the multiple of [`LANES`] at or below the patch's first value
 /// (`12·pw`), so that the patch (36 values) still fits in three vectors.
 #[inline(always)]
-fn patch_base(pw: usize) -> usize {
+const fn patch_base(pw: usize) -> usize {
     (2 * pw * CONV1_CHANNELS) / LANES * LANES
 }
 
@@ -244,65 +240,77 @@ fn patch_base(pw: usize) -> usize {
 /// from [`patch_base`], for shift `k = 2·pw + dw` (window column `pw`, the
 /// maximum's column `dw` within the window).
 #[inline(always)]
-fn patch_shift(k: usize) -> usize {
+const fn patch_shift(k: usize) -> usize {
     let (pw, dw) = (k / 2, k % 2);
     (2 * pw + dw) * CONV1_CHANNELS - patch_base(pw)
-}
-
-/// The copy of conv2's weights shifted for `k = 2·pw + dw` ([`pad_conv2`]).
-#[inline(always)]
-fn shifted_conv2<T: Scalar>(w2p: &[T], k: usize) -> &[T; SHIFTED] {
-    w2p[k * SHIFTED..(k + 1) * SHIFTED]
-        .try_into()
-        .expect("padded conv2 weights")
 }
 
 /// The input-gradient contributions of one pooling window's maxima in
 /// patch row `DH` (`channels`: a bit per channel, taken in channel order;
 /// `gs`: the window's gradients by channel) to the window's patch `acc` of
-/// `dp1` (rows, three vectors per row; see [`conv2_backward`]), with `w` the
-/// weights shifted to the maxima's column ([`shifted_conv2`]).
+/// `dp1` (rows, three vectors per row; see [`conv2_backward`]), with the
+/// weights `w2p` ([`pad_conv2`]) read shifted by `shift` lanes
+/// ([`patch_shift`] of the maxima's column): each kernel row's three
+/// vectors start `shift` values before the row, inside the zeros between
+/// rows, so they hold the row's 30 values from lane `shift` on and zeros
+/// elsewhere.
 #[inline(always)]
 fn window_input_grad<T: Scalar, V: Vector<T>, const DH: usize>(
     mut acc: [[V; 3]; KERNEL + 1],
     mut channels: u32,
     gs: &[T; LANES],
-    w: &[T; SHIFTED],
+    w2p: &[T],
+    shift: usize,
 ) -> [[V; 3]; KERNEL + 1] {
-    const ROWS: usize = KERNEL * 3 * LANES;
+    const ROWS: usize = KERNEL * ROW2P;
+    debug_assert!(shift <= GAP2);
     while channels != 0 {
         let co = channels.trailing_zeros() as usize;
         channels &= channels - 1;
         let gv = V::splat(gs[co]);
-        let wr: &[T; ROWS] = w[co * ROWS..][..ROWS]
+        let wr: &[T; ROWS] = w2p[GAP2 - shift + co * ROWS..][..ROWS]
             .try_into()
             .expect("a channel's padded weights");
         for (kh, a) in acc[DH..DH + KERNEL].iter_mut().enumerate() {
             for (v, x) in a.iter_mut().enumerate() {
-                *x = gv.mul_add(V::load(&wr[(kh * 3 + v) * LANES..]), *x);
+                *x = gv.mul_add(V::load(&wr[kh * ROW2P + v * LANES..]), *x);
             }
         }
     }
     acc
 }
 
+/// Values per kernel row in [`pad_conv2`]'s layout: the row's 30 values and
+/// the [`GAP2`] zeros after them (three vectors).
+const ROW2P: usize = 3 * LANES;
+
+/// Zeros before each kernel row in [`pad_conv2`]'s layout: the largest
+/// [`patch_shift`], so that a row read from `shift` values before its start
+/// sees zeros there.
+const GAP2: usize = ROW2P - RUN2;
+const _: () = {
+    let mut k = 0;
+    while k < 2 * P2_SIDE {
+        assert!(patch_shift(k) <= GAP2);
+        k += 1;
+    }
+};
+
 /// conv2's weights `(out, kh, kw, in)` laid out for [`conv2_backward`]'s
-/// input gradient: for each shift `k = 2·pw + dw` (0..8), output channel
-/// and kernel row, three vectors (48 lanes) holding the row's 30 values
-/// from lane [`patch_shift`]`(k)` on, zeros elsewhere.
+/// input gradient: [`GAP2`] zeros, then for each output channel and kernel
+/// row its 30 values followed by [`GAP2`] zeros (a stride of three vectors).
+/// One copy serves every shift ([`window_input_grad`]); 15 KB at f32,
+/// where eight pre-shifted copies (123 KB) did not fit in L1.
 #[inline(always)]
 pub(crate) fn pad_conv2<T: Scalar>(w: &[T], wp: &mut [T]) {
-    for k in 0..2 * P2_SIDE {
-        let o = patch_shift(k);
-        for co in 0..CONV2_CHANNELS {
-            for kh in 0..KERNEL {
-                let dst = &mut wp[k * SHIFTED + (co * KERNEL + kh) * 3 * LANES..][..3 * LANES];
-                dst.fill(T::zero());
-                dst[o..o + RUN2].copy_from_slice(&w[co * TAPS2 + kh * RUN2..][..RUN2]);
-            }
+    wp[..W2_PADDED].fill(T::zero());
+    for co in 0..CONV2_CHANNELS {
+        for kh in 0..KERNEL {
+            let at = GAP2 + (co * KERNEL + kh) * ROW2P;
+            wp[at..at + RUN2].copy_from_slice(&w[co * TAPS2 + kh * RUN2..][..RUN2]);
         }
     }
 }
 
 /// Values of [`pad_conv2`]'s output.
-pub(crate) const W2_PADDED: usize = 2 * P2_SIDE * SHIFTED;
+pub(crate) const W2_PADDED: usize = GAP2 + CONV2_CHANNELS * KERNEL * ROW2P;
