@@ -408,3 +408,99 @@ fn adam_is_the_same_at_every_level() {
     }
     assert_ne!(want.0, w0);
 }
+
+#[test]
+fn adam_with_fading_moments_gives_the_reference_bits_at_every_level() {
+    // Elements whose gradient is zero and whose first moment has decayed to
+    // where β1·m or step·m is subnormal take the f64 path (`adam_fading`);
+    // every element must equal the f32 reference `adam_one` bit for bit,
+    // whichever path its chunk takes.
+    let tiny = f32::MIN_POSITIVE;
+    let specials = [
+        tiny * 0.3,
+        -tiny * 0.7,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+        tiny,
+        tiny * 1.05,
+        tiny * 900.0,
+        -tiny * 1e3,
+        1e-36,
+        -3e-35,
+        0.0,
+        -0.0,
+        1e-3,
+        -2e-4,
+    ];
+    let n = 16 * 40 + 7;
+    let mut m0 = Vec::with_capacity(n);
+    let mut g = Vec::with_capacity(n);
+    let mut w0 = Vec::with_capacity(n);
+    for i in 0..n {
+        // Chunks of every kind: none fading, some fading, fading beside
+        // subnormal moments whose gradient is not zero.
+        let chunk = i / 16;
+        let s = specials[(i * 7 + chunk) % specials.len()];
+        m0.push(if chunk % 3 == 0 {
+            (i as f32 * 0.7).sin() * 1e-3
+        } else {
+            s
+        });
+        g.push(match (chunk % 4, i % 5) {
+            (0, _) | (_, 0) => (i as f32 * 0.37).sin() * 1e-2,
+            (_, 1) => -0.0,
+            (3, 2) => tiny * 0.5,
+            _ => 0.0,
+        });
+        w0.push(match i % 9 {
+            0 => 0.0,
+            1 => -0.0,
+            2 => tiny * 0.25,
+            _ => (i as f32 * 0.11).cos(),
+        });
+    }
+    let v0: Vec<f32> = (0..n)
+        .map(|i| (i as f32 * 0.3).sin().abs() * 1e-5)
+        .collect();
+    for p in [
+        AdamStep {
+            b1: 0.9,
+            c1: 0.1,
+            b2: 0.999,
+            c2: 1.0 - 0.999,
+            step: 1e-3 / 0.271,
+            inv_sqrt_bc2: 3.7,
+            eps: 1e-8,
+        },
+        AdamStep {
+            b1: 0.5,
+            c1: 0.5,
+            b2: 0.9,
+            c2: 0.1,
+            step: 20.0,
+            inv_sqrt_bc2: 1.0,
+            eps: 1e-30,
+        },
+    ] {
+        let (mut wr, mut mr, mut vr) = (w0.clone(), m0.clone(), v0.clone());
+        for i in 0..n {
+            super::adam::adam_one(&mut wr[i], &mut mr[i], &mut vr[i], g[i], p);
+        }
+        for level in std::iter::once(Level::Portable).chain(Level::supported()) {
+            let (mut w, mut m, mut v) = (w0.clone(), m0.clone(), v0.clone());
+            adam_at(level, &mut w, &mut m, &mut v, &g, p);
+            for i in 0..n {
+                assert_eq!(
+                    (w[i].to_bits(), m[i].to_bits(), v[i].to_bits()),
+                    (wr[i].to_bits(), mr[i].to_bits(), vr[i].to_bits()),
+                    "{level:?}, element {i}: m {:e}, g {:e}, w {:e}",
+                    m0[i],
+                    g[i],
+                    w0[i]
+                );
+            }
+        }
+        // The fading path was taken, and moments did fade to subnormals.
+        assert!((0..n).any(|i| g[i] == 0.0 && mr[i] != 0.0 && mr[i].abs() < f32::MIN_POSITIVE));
+    }
+}
