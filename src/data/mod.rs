@@ -11,6 +11,7 @@ pub mod archive;
 pub mod corpus;
 pub(crate) mod covtype;
 pub(crate) mod files;
+pub(crate) mod huge_pages;
 pub(crate) mod jester;
 pub mod lda_standin;
 pub mod mnist;

@@ -437,3 +437,32 @@ fn a_shared_workspace_gathers_each_minibatch_once_with_the_same_bits() {
         assert_eq!(bits(&s2), bits(&f2), "step {k}");
     }
 }
+
+#[test]
+fn the_gather_from_pixel_bytes_gives_the_bits_of_the_f32_features() {
+    // Whole intensities in 0..=255, as real MNIST's and the stand-in's are:
+    // the model keeps a byte copy and gathers from it. The same model
+    // without the copy reads the f32 features; every step must give the
+    // same bits.
+    let data = Arc::new(synthetic::mnist_like(11, 0.02));
+    let bytes = Cnn::new(data.clone(), &config(Partitioning::ByLayer)).unwrap();
+    assert!(bytes.pixels.is_some(), "whole intensities make a byte copy");
+    let mut floats = Cnn::new(data, &config(Partitioning::ByLayer)).unwrap();
+    floats.pixels = None;
+    let (mut a, mut b) = (bytes.init(), floats.init());
+    let (mut wa, mut wb) = (bytes.workspace(), floats.workspace());
+    for it in 0..4 {
+        bytes.step(&mut a, ctx(it), &mut wa);
+        floats.step(&mut b, ctx(it), &mut wb);
+        let bits = |s: &CnnState| s.w.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&b), "step {it}");
+        assert_eq!(wa.net.input, wb.net.input, "step {it}");
+    }
+    // A fractional or out-of-range feature makes no copy.
+    for bad in [0.5, 256.0, -1.0] {
+        let mut d = synthetic::mnist_like(11, 0.02);
+        d.x[100] = bad;
+        let m = Cnn::new(Arc::new(d), &config(Partitioning::ByLayer)).unwrap();
+        assert!(m.pixels.is_none(), "{bad}");
+    }
+}
