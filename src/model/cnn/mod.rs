@@ -201,9 +201,9 @@ pub struct Cnn {
 }
 
 /// The features of `data` as bytes, if every one is a whole number in
-/// 0..=255 (each converts back to the same `f32`).
+/// 0..=255 that converts back to the same `f32` bits (not −0).
 fn pixel_bytes(data: &Classification) -> Option<Vec<u8>> {
-    let whole = |v: f32| (0.0..=255.0).contains(&v) && v.fract() == 0.0;
+    let whole = |v: f32| (0.0..=255.0).contains(&v) && f32::from(v as u8).to_bits() == v.to_bits();
     data.x.iter().all(|&v| whole(v)).then(|| {
         let mut bytes = crate::data::huge_pages::with_capacity(data.x.len());
         bytes.extend(data.x.iter().map(|&v| v as u8));

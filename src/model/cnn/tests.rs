@@ -459,7 +459,7 @@ fn the_gather_from_pixel_bytes_gives_the_bits_of_the_f32_features() {
         assert_eq!(wa.net.input, wb.net.input, "step {it}");
     }
     // A fractional or out-of-range feature makes no copy.
-    for bad in [0.5, 256.0, -1.0] {
+    for bad in [0.5, 256.0, -1.0, -0.0, f32::NAN] {
         let mut d = synthetic::mnist_like(11, 0.02);
         d.x[100] = bad;
         let m = Cnn::new(Arc::new(d), &config(Partitioning::ByLayer)).unwrap();
