@@ -373,6 +373,19 @@ fn cross_entropy_of_uniform_logits_is_log_classes() {
     assert!((d[16 + 7] + 0.9).abs() < 1e-6);
 }
 
+/// Adam's scalars at the paper's β1, β2, ε and step 3 of α = 10⁻³ (roughly).
+fn typical_adam_step() -> AdamStep {
+    AdamStep {
+        b1: 0.9,
+        c1: 0.1,
+        b2: 0.999,
+        c2: 1.0 - 0.999,
+        step: 1e-3 / 0.271,
+        inv_sqrt_bc2: 3.7,
+        eps: 1e-8,
+    }
+}
+
 #[test]
 fn adam_is_the_same_at_every_level() {
     let n = 1000;
@@ -382,15 +395,7 @@ fn adam_is_the_same_at_every_level() {
     let v0: Vec<f32> = (0..n)
         .map(|i| (i as f32 * 0.3).sin().abs() * 1e-5)
         .collect();
-    let p = AdamStep {
-        b1: 0.9,
-        c1: 0.1,
-        b2: 0.999,
-        c2: 1.0 - 0.999,
-        step: 1e-3 / 0.271,
-        inv_sqrt_bc2: 3.7,
-        eps: 1e-8,
-    };
+    let p = typical_adam_step();
     let run = |level: Level| {
         let (mut w, mut m, mut v) = (w0.clone(), m0.clone(), v0.clone());
         adam_at(level, &mut w, &mut m, &mut v, &g, p);
@@ -463,15 +468,7 @@ fn adam_with_fading_moments_gives_the_reference_bits_at_every_level() {
         .map(|i| (i as f32 * 0.3).sin().abs() * 1e-5)
         .collect();
     for p in [
-        AdamStep {
-            b1: 0.9,
-            c1: 0.1,
-            b2: 0.999,
-            c2: 1.0 - 0.999,
-            step: 1e-3 / 0.271,
-            inv_sqrt_bc2: 3.7,
-            eps: 1e-8,
-        },
+        typical_adam_step(),
         AdamStep {
             b1: 0.5,
             c1: 0.5,
