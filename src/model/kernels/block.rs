@@ -128,10 +128,14 @@ impl RowGroups {
         // `to_bits` equality: -0.0 stays a float (its sign would be lost).
         let byte =
             |v: f32| (0.0..=255.0).contains(&v) && f32::from(v as u8).to_bits() == v.to_bits();
+        // Regrouping a minibatch reads rows scattered over these arrays (tens
+        // of megabytes for MNIST): on huge pages a row costs no page walk.
+        rg.group = on_huge_pages(&rg.group);
         rg.val = if val.iter().flatten().all(|&v| byte(v)) {
-            GroupValues::Bytes(val.iter().map(|g| g.map(|v| v as u8)).collect())
+            let bytes: Vec<[u8; GROUP]> = val.iter().map(|g| g.map(|v| v as u8)).collect();
+            GroupValues::Bytes(on_huge_pages(&bytes))
         } else {
-            GroupValues::Floats(val)
+            GroupValues::Floats(on_huge_pages(&val))
         };
         rg
     }
@@ -143,6 +147,14 @@ impl RowGroups {
             GroupValues::Floats(_) => 4 * GROUP,
         }
     }
+}
+
+/// A copy of `v` in memory marked for huge pages
+/// ([`crate::data::huge_pages`]): the same values, only where they sit.
+fn on_huge_pages<T: Copy>(v: &[T]) -> Vec<T> {
+    let mut out = crate::data::huge_pages::with_capacity(v.len());
+    out.extend_from_slice(v);
+    out
 }
 
 /// Rows of a [`Csr`] (a list, e.g. a minibatch in batch order, or all rows)
