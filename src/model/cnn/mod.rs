@@ -82,6 +82,20 @@ use net::{Arch, Net};
 /// Raw pixel intensities (0..=255) are multiplied by this: inputs in [0, 1].
 pub(crate) const PIXEL_SCALE: f32 = 1.0 / 255.0;
 
+crate::simd::kernel! {
+    /// `dst[i] = f32(src[i]) · PIXEL_SCALE`: a gathered row of pixel bytes,
+    /// scaled (compiled per kernel level so that it runs sixteen at a time;
+    /// one rounded product each, the same at every level).
+    fn widen_pixels, widen_pixels_at(dst: &mut [f32], src: &[u8]) = widen_pixels_body;
+}
+
+#[inline(always)]
+fn widen_pixels_body(dst: &mut [f32], src: &[u8]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = f32::from(s) * PIXEL_SCALE;
+    }
+}
+
 /// How many images ahead of the one being copied the minibatch gather
 /// prefetches (the rows are scattered over the dataset, mostly out of cache).
 const PREFETCH_ROWS: usize = 4;
@@ -377,9 +391,7 @@ impl Cnn {
                     if let Some(&ahead) = rows.get(slot + PREFETCH_ROWS) {
                         prefetch(&bytes[ahead as usize * f..(ahead as usize + 1) * f]);
                     }
-                    for (d, &s) in input.iter_mut().zip(&bytes[i * f..(i + 1) * f]) {
-                        *d = f32::from(s) * PIXEL_SCALE;
-                    }
+                    widen_pixels(input, &bytes[i * f..(i + 1) * f]);
                 }
                 None => {
                     if let Some(&ahead) = rows.get(slot + PREFETCH_ROWS) {

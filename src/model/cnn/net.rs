@@ -316,10 +316,18 @@ impl<T: Scalar> Net<T> {
             return;
         }
         self.split.resize(n * 2 * PLANE, T::zero());
+        T::split_at(simd::level(), self);
+        self.split_images = n;
+    }
+
+    /// The body of [`Net::split_input`] (compiled for each kernel level, so
+    /// that the copies are vectorised): every image `split` has room for.
+    #[inline(always)]
+    fn split_impl(&mut self) {
+        let side2 = SIDE * SIDE;
         for (img, xs) in self.split.chunks_exact_mut(2 * PLANE).enumerate() {
             split_columns(&self.input[img * side2..(img + 1) * side2], xs);
         }
-        self.split_images = n;
     }
 
     /// Forward pass of the first `n` images of `x` (planar, like `input`).
@@ -588,11 +596,36 @@ pub(crate) trait Kernels: Sized {
         labels: &[u8],
         grad: &mut [Self],
     ) -> f64;
+    /// [`Net::split_input`]'s copies at `level` (copies only: the same
+    /// values at every level).
+    fn split_at(level: Level, net: &mut Net<Self>);
 }
 
 macro_rules! kernels_for {
     ($t:ty, $portable:ty, $avx2:ty, $avx512:ty) => {
         impl Kernels for $t {
+            fn split_at(level: Level, net: &mut Net<$t>) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                    fn avx512(net: &mut Net<$t>) {
+                        net.split_impl()
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    fn avx2(net: &mut Net<$t>) {
+                        net.split_impl()
+                    }
+                    match level.min(simd::detected()) {
+                        // SAFETY: `detected()` reports only features this CPU has.
+                        Level::Avx512 => return unsafe { avx512(net) },
+                        // SAFETY: as above.
+                        Level::Avx2 => return unsafe { avx2(net) },
+                        Level::Portable => {}
+                    }
+                }
+                let _ = level;
+                net.split_impl()
+            }
             fn forward_at(level: Level, net: &mut Net<$t>, w: &[$t], x: Option<&[$t]>, n: usize) {
                 #[cfg(target_arch = "x86_64")]
                 {
