@@ -116,8 +116,8 @@ impl Prepared for ForwardRun {
         Work {
             units: (self.b.positions * self.members) as f64,
             flops: 2.0 * nnz * (10 * self.members) as f64,
-            // The regrouped rows once (a byte and four values per entry), W once.
-            bytes: self.b.stored() as f64 / 4.0 * 17.0 + 4.0 * self.w.len() as f64,
+            // The regrouped rows once (a position and four values per entry), W once.
+            bytes: (self.b.stored() / 4 * self.b.entry_bytes()) as f64 + 4.0 * self.w.len() as f64,
         }
     }
 }
@@ -142,7 +142,8 @@ impl HotKernel for Regroup {
         format!(
             "regroup a scattered {BATCH}-example minibatch by chunk and feature group; \
              bytes: each row's entries read once (a 2-byte group and its values: 4 bytes for \
-             MNIST's integer pixels, 16 for other data) and written once (1 + 16)"
+             MNIST's integer pixels, 16 for other data) and written once (a 1-byte position and \
+             the same values)"
         )
     }
     fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
@@ -169,7 +170,7 @@ impl Prepared for RegroupRun {
         Work {
             units: self.b.positions as f64,
             flops: 0.0,
-            bytes: entries * (self.groups.entry_bytes() + 17) as f64,
+            bytes: entries * (self.groups.entry_bytes() + self.b.entry_bytes()) as f64,
         }
     }
 }
@@ -237,7 +238,7 @@ impl Prepared for GradientRun {
         Work {
             units: (self.b.positions * self.members) as f64,
             flops: 2.0 * self.b.nnz as f64 * (10 * self.members) as f64,
-            bytes: self.b.stored() as f64 / 4.0 * 17.0 + 4.0 * self.d.len() as f64,
+            bytes: (self.b.stored() / 4 * self.b.entry_bytes()) as f64 + 4.0 * self.d.len() as f64,
         }
     }
 }

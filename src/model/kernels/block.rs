@@ -65,7 +65,7 @@ pub(crate) struct RowGroups {
 /// of the bytes that regrouping a minibatch reads from scattered rows, and
 /// each byte converts to exactly the `f32` it stands for, so the products'
 /// bits do not change.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum GroupValues {
     /// Every value an integer in 0..=255.
     Bytes(Vec<[u8; GROUP]>),
@@ -79,23 +79,69 @@ impl Default for GroupValues {
     }
 }
 
+/// `BYTE_F32[b] = b as f32`, exactly: the products widen a byte by a load
+/// from this table, which the compiler folds into the broadcast that feeds
+/// the multiply-adds (a conversion would take a shuffle-port slot from them).
+static BYTE_F32: [f32; 256] = {
+    let mut t = [0f32; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = i as f32;
+        i += 1;
+    }
+    t
+};
+
 /// One stored group of values, widened to the `f32`s the products use.
 trait GroupValue: Copy {
-    fn widen(self) -> [f32; GROUP];
+    /// The group's values as the products use them.
+    fn widen(&self) -> [f32; GROUP];
+    /// `b`'s value buffer as one of `Self`, emptied.
+    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self>;
+    /// The zero group.
+    const ZERO: Self;
 }
 
 impl GroupValue for [u8; GROUP] {
     #[inline(always)]
-    fn widen(self) -> [f32; GROUP] {
-        self.map(f32::from)
+    fn widen(&self) -> [f32; GROUP] {
+        // Each byte read on its own: one load and one broadcast from the
+        // table per value, no shifts on the multiply-add ports.
+        std::array::from_fn(|q| BYTE_F32[self[q] as usize])
     }
+    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self> {
+        if !matches!(b.entry_val, GroupValues::Bytes(_)) {
+            b.entry_val = GroupValues::Bytes(Vec::new());
+        }
+        match &mut b.entry_val {
+            GroupValues::Bytes(v) => {
+                v.clear();
+                v
+            }
+            GroupValues::Floats(_) => unreachable!("set above"),
+        }
+    }
+    const ZERO: Self = [0; GROUP];
 }
 
 impl GroupValue for [f32; GROUP] {
     #[inline(always)]
-    fn widen(self) -> [f32; GROUP] {
-        self
+    fn widen(&self) -> [f32; GROUP] {
+        *self
     }
+    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self> {
+        if !matches!(b.entry_val, GroupValues::Floats(_)) {
+            b.entry_val = GroupValues::Floats(Vec::new());
+        }
+        match &mut b.entry_val {
+            GroupValues::Floats(v) => {
+                v.clear();
+                v
+            }
+            GroupValues::Bytes(_) => unreachable!("set above"),
+        }
+    }
+    const ZERO: Self = [0.0; GROUP];
 }
 
 impl RowGroups {
@@ -176,8 +222,10 @@ pub(crate) struct BlockCsc {
     entry_ptr: Vec<u32>,
     /// Position within the chunk of each entry (increasing within a run).
     entry_pos: Vec<u8>,
-    /// The group's values in that row.
-    entry_val: Vec<[f32; GROUP]>,
+    /// The group's values in that row, stored as the dataset's
+    /// [`RowGroups`] stores them (bytes for MNIST's integer pixels: a
+    /// quarter of the bytes a regrouping writes and the products read).
+    entry_val: GroupValues,
 }
 
 impl BlockCsc {
@@ -198,6 +246,7 @@ impl BlockCsc {
 
     /// [`BlockCsc::rebuild`] with `rg`'s values `val` in their stored type.
     fn rebuild_from<V: GroupValue>(&mut self, rg: &RowGroups, val: &[V], rows: &[u32]) {
+        let mut out = std::mem::take(V::cleared(self));
         let groups = rg.groups;
         self.positions = rows.len();
         self.groups = groups;
@@ -206,7 +255,6 @@ impl BlockCsc {
         self.run_group.clear();
         self.entry_ptr.clear();
         self.entry_pos.clear();
-        self.entry_val.clear();
         self.entry_ptr.push(0);
         // Per group: entries in this chunk, then the next slot to fill.
         let mut count = vec![0u32; groups];
@@ -259,7 +307,7 @@ impl BlockCsc {
             // cache before the scattered writes below (faster than writing
             // into stale slots: measured with `scarsim bench --kernel mlr-regroup`).
             self.entry_pos.resize(at as usize, 0);
-            self.entry_val.resize(at as usize, [0.0; GROUP]);
+            out.resize(at as usize, V::ZERO);
             for (p, &r) in chunk.iter().enumerate() {
                 let r = r as usize;
                 let e = rg.ptr[r] as usize..rg.ptr[r + 1] as usize;
@@ -267,13 +315,14 @@ impl BlockCsc {
                     let slot = next[g as usize] as usize;
                     next[g as usize] += 1;
                     self.entry_pos[slot] = p as u8;
-                    self.entry_val[slot] = v.widen();
+                    out[slot] = v;
                 }
                 nnz += rg.nnz[r] as usize;
             }
         }
         self.nnz = nnz;
         self.chunk_ptr.push(self.run_group.len() as u32);
+        *V::cleared(self) = out;
     }
 
     /// Number of chunks.
@@ -288,7 +337,15 @@ impl BlockCsc {
 
     /// Multiply-adds a product of width `width` performs (zeros included).
     pub(crate) fn stored(&self) -> usize {
-        self.entry_val.len() * GROUP
+        self.entry_pos.len() * GROUP
+    }
+
+    /// Bytes each stored entry takes (its position and its values).
+    pub(crate) fn entry_bytes(&self) -> usize {
+        1 + match &self.entry_val {
+            GroupValues::Bytes(_) => GROUP,
+            GroupValues::Floats(_) => 4 * GROUP,
+        }
     }
 
     /// The most roundings any element of [`block_gradient`]'s result passes
@@ -365,21 +422,39 @@ fn forward_body<const REGS: usize>(
     for p in 0..rows {
         z[p * stride..p * stride + width].fill(0.0);
     }
+    match &b.entry_val {
+        GroupValues::Bytes(v) => forward_tiles::<REGS, _>(b, v, chunk, w, width, z, stride),
+        GroupValues::Floats(v) => forward_tiles::<REGS, _>(b, v, chunk, w, width, z, stride),
+    }
+}
+
+#[inline(always)]
+fn forward_tiles<const REGS: usize, V: GroupValue>(
+    b: &BlockCsc,
+    val: &[V],
+    chunk: usize,
+    w: &[f32],
+    width: usize,
+    z: &mut [f32],
+    stride: usize,
+) {
     let mut t0 = 0;
     while t0 < width {
         match (width - t0).min(tile(REGS)) {
-            64 => forward_tile::<64>(b, chunk, w, width, t0, z, stride),
-            48 => forward_tile::<48>(b, chunk, w, width, t0, z, stride),
-            32 => forward_tile::<32>(b, chunk, w, width, t0, z, stride),
-            _ => forward_tile::<16>(b, chunk, w, width, t0, z, stride),
+            64 => forward_tile::<64, V>(b, val, chunk, w, width, t0, z, stride),
+            48 => forward_tile::<48, V>(b, val, chunk, w, width, t0, z, stride),
+            32 => forward_tile::<32, V>(b, val, chunk, w, width, t0, z, stride),
+            _ => forward_tile::<16, V>(b, val, chunk, w, width, t0, z, stride),
         }
         t0 += (width - t0).min(tile(REGS));
     }
 }
 
 #[inline(always)]
-fn forward_tile<const L: usize>(
+#[allow(clippy::too_many_arguments)]
+fn forward_tile<const L: usize, V: GroupValue>(
     b: &BlockCsc,
+    val: &[V],
     chunk: usize,
     w: &[f32],
     width: usize,
@@ -396,7 +471,8 @@ fn forward_tile<const L: usize>(
             wq.copy_from_slice(&w[at..at + L]);
         }
         let e = b.entry_ptr[r] as usize..b.entry_ptr[r + 1] as usize;
-        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&b.entry_val[e]) {
+        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&val[e]) {
+            let v = v.widen();
             let at = p as usize * stride + t0;
             let zp: &mut [f32; L] = (&mut z[at..at + L]).try_into().expect("tile in range");
             for l in 0..L {
@@ -496,14 +572,36 @@ fn gradient_chunk_body<const REGS: usize>(
     width: usize,
     g: &mut [f32],
 ) {
+    match &b.entry_val {
+        GroupValues::Bytes(v) => {
+            gradient_chunk_tiles::<REGS, _>(b, v, chunk, d, d_row0, stride, width, g)
+        }
+        GroupValues::Floats(v) => {
+            gradient_chunk_tiles::<REGS, _>(b, v, chunk, d, d_row0, stride, width, g)
+        }
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn gradient_chunk_tiles<const REGS: usize, V: GroupValue>(
+    b: &BlockCsc,
+    val: &[V],
+    chunk: usize,
+    d: &[f32],
+    d_row0: usize,
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
     let mut t0 = 0;
     while t0 < width {
         let n = (width - t0).min(gradient_tile_width(REGS));
         match n {
-            64 => gradient_tile::<64>(b, chunk, d, d_row0, stride, width, t0, g),
-            48 => gradient_tile::<48>(b, chunk, d, d_row0, stride, width, t0, g),
-            32 => gradient_tile::<32>(b, chunk, d, d_row0, stride, width, t0, g),
-            _ => gradient_tile::<16>(b, chunk, d, d_row0, stride, width, t0, g),
+            64 => gradient_tile::<64, V>(b, val, chunk, d, d_row0, stride, width, t0, g),
+            48 => gradient_tile::<48, V>(b, val, chunk, d, d_row0, stride, width, t0, g),
+            32 => gradient_tile::<32, V>(b, val, chunk, d, d_row0, stride, width, t0, g),
+            _ => gradient_tile::<16, V>(b, val, chunk, d, d_row0, stride, width, t0, g),
         }
         t0 += n;
     }
@@ -517,16 +615,31 @@ fn gradient_body<const REGS: usize>(
     width: usize,
     g: &mut [f32],
 ) {
+    match &b.entry_val {
+        GroupValues::Bytes(v) => gradient_tiles::<REGS, _>(b, v, d, stride, width, g),
+        GroupValues::Floats(v) => gradient_tiles::<REGS, _>(b, v, d, stride, width, g),
+    }
+}
+
+#[inline(always)]
+fn gradient_tiles<const REGS: usize, V: GroupValue>(
+    b: &BlockCsc,
+    val: &[V],
+    d: &[f32],
+    stride: usize,
+    width: usize,
+    g: &mut [f32],
+) {
     let mut t0 = 0;
     while t0 < width {
         let n = (width - t0).min(gradient_tile_width(REGS));
         for chunk in 0..b.chunks() {
             let row0 = chunk * CHUNK;
             match n {
-                64 => gradient_tile::<64>(b, chunk, d, row0, stride, width, t0, g),
-                48 => gradient_tile::<48>(b, chunk, d, row0, stride, width, t0, g),
-                32 => gradient_tile::<32>(b, chunk, d, row0, stride, width, t0, g),
-                _ => gradient_tile::<16>(b, chunk, d, row0, stride, width, t0, g),
+                64 => gradient_tile::<64, V>(b, val, chunk, d, row0, stride, width, t0, g),
+                48 => gradient_tile::<48, V>(b, val, chunk, d, row0, stride, width, t0, g),
+                32 => gradient_tile::<32, V>(b, val, chunk, d, row0, stride, width, t0, g),
+                _ => gradient_tile::<16, V>(b, val, chunk, d, row0, stride, width, t0, g),
             }
         }
         t0 += n;
@@ -535,8 +648,9 @@ fn gradient_body<const REGS: usize>(
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gradient_tile<const L: usize>(
+fn gradient_tile<const L: usize, V: GroupValue>(
     b: &BlockCsc,
+    val: &[V],
     chunk: usize,
     d: &[f32],
     base: usize,
@@ -550,7 +664,8 @@ fn gradient_tile<const L: usize>(
         let f0 = b.run_group[r] as usize * GROUP;
         let mut acc = [[0f32; L]; GROUP];
         let e = b.entry_ptr[r] as usize..b.entry_ptr[r + 1] as usize;
-        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&b.entry_val[e]) {
+        for (&p, v) in b.entry_pos[e.clone()].iter().zip(&val[e]) {
+            let v = v.widen();
             let at = (base + p as usize) * stride + t0;
             let dp: &[f32; L] = d[at..at + L].try_into().expect("tile in range");
             for l in 0..L {
@@ -588,12 +703,48 @@ mod tests {
         (x, csr)
     }
 
+    /// Integer pixel-like values 0..=255 (and zeros): kept as bytes.
+    fn byte_sample(rows: usize, cols: usize) -> Csr {
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                if (i * 7919) % 5 < 3 {
+                    0.0
+                } else {
+                    ((i * 31) % 256) as f32
+                }
+            })
+            .collect();
+        Csr::from_dense(&x, rows, cols)
+    }
+
     #[test]
     fn products_match_the_sparse_chains_bit_for_bit_at_every_level() {
-        let (rows, cols, width) = (150, 41, 80);
-        let (_, csr) = sample(rows, cols);
-        let list: Vec<u32> = (0..rows as u32).rev().step_by(2).chain([3, 7]).collect();
-        let b = BlockCsc::build(&RowGroups::of(&csr), &list);
+        let (rows, cols) = (150, 41);
+        let (_, floats) = sample(rows, cols);
+        let bytes = byte_sample(rows, cols);
+        assert!(matches!(RowGroups::of(&floats).val, GroupValues::Floats(_)));
+        assert!(matches!(RowGroups::of(&bytes).val, GroupValues::Bytes(_)));
+        for csr in [floats, bytes] {
+            let b = BlockCsc::build(&RowGroups::of(&csr), &list_of(rows));
+            assert_eq!(
+                std::mem::discriminant(&b.entry_val),
+                std::mem::discriminant(&RowGroups::of(&csr).val),
+                "the regrouped values are stored as the dataset's"
+            );
+            check_products(&csr, cols);
+        }
+    }
+
+    fn list_of(rows: usize) -> Vec<u32> {
+        (0..rows as u32).rev().step_by(2).chain([3, 7]).collect()
+    }
+
+    /// Every level's products of `csr`'s regrouped rows against one fused
+    /// chain per output over the non-zeros, bit for bit.
+    fn check_products(csr: &Csr, cols: usize) {
+        let (rows, width) = (csr.rows, 80);
+        let list = list_of(rows);
+        let b = BlockCsc::build(&RowGroups::of(csr), &list);
         assert_eq!(
             b.nnz,
             list.iter()
@@ -681,16 +832,17 @@ mod tests {
     fn byte_valued_data_regroups_to_the_same_floats() {
         // Integer pixels 0..=255 (and zeros) are kept as bytes.
         let (rows, cols) = (200, 37);
-        let x: Vec<f32> = (0..rows * cols)
-            .map(|i| {
-                if (i * 7919) % 5 < 3 {
-                    0.0
-                } else {
-                    ((i * 31) % 256) as f32
+        let csr = byte_sample(rows, cols);
+        let x: Vec<f32> = (0..rows)
+            .flat_map(|r| {
+                let mut d = vec![0f32; cols];
+                let (cs, vs) = csr.row(r);
+                for (&j, &v) in cs.iter().zip(vs) {
+                    d[j as usize] = v;
                 }
+                d
             })
             .collect();
-        let csr = Csr::from_dense(&x, rows, cols);
         let bytes = RowGroups::of(&csr);
         assert!(matches!(bytes.val, GroupValues::Bytes(_)));
         assert_eq!(bytes.entry_bytes(), 2 + GROUP);
@@ -710,7 +862,17 @@ mod tests {
             BlockCsc::build(&bytes, &list),
             BlockCsc::build(&floats, &list),
         );
-        assert_eq!(b, f);
+        // The same entries; the byte copy's values widen to the floats.
+        assert!(matches!(b.entry_val, GroupValues::Bytes(_)));
+        let widened = BlockCsc {
+            entry_val: match &b.entry_val {
+                GroupValues::Bytes(v) => GroupValues::Floats(v.iter().map(|g| g.widen()).collect()),
+                GroupValues::Floats(_) => unreachable!("checked above"),
+            },
+            ..b.clone()
+        };
+        assert_eq!(widened, f);
+        assert!(BYTE_F32.iter().enumerate().all(|(i, &v)| v == i as f32));
         assert_eq!(
             b.nnz,
             list.iter()
