@@ -133,9 +133,123 @@ pub(crate) fn ln_f64(x: f64) -> f64 {
 /// `delta[c*a + s] = softmax(z_s)_c − [c = label]`. `e`, `maxv`, `sumv` are
 /// scratch of lengths `classes·a`, `a`, `a`. Every model's numbers are the
 /// same bits whatever `a` is.
+///
+/// Where the buffers have room ([`softmax_blocks_fit`]: `z` readable
+/// [`SOFTMAX_BLOCK`] values past its last member's start, as a padded row
+/// of a stacked pass is, and the scratch sized by [`softmax_scratch`]), the
+/// maxima, exponentials and sums run over blocks of [`SOFTMAX_BLOCK`]
+/// members (whole vectors, whatever `a` is; the lanes past `a` read the
+/// row's other values and are discarded), class by class as below: per
+/// member the same operations in the same order, so the same bits (a test
+/// compares the two ways).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn softmax_cross_entropy(
+    z: &[f32],
+    a: usize,
+    classes: usize,
+    label: usize,
+    e: &mut [f32],
+    maxv: &mut [f32],
+    sumv: &mut [f32],
+    loss: &mut [f64],
+    delta: Option<&mut [f32]>,
+) {
+    if softmax_blocks_fit(z.len(), a, classes, e.len(), maxv.len().min(sumv.len())) {
+        softmax_blocked(z, a, classes, label, e, maxv, sumv, loss, delta);
+    } else {
+        softmax_flat(z, a, classes, label, e, maxv, sumv, loss, delta);
+    }
+}
+
+/// Members per block of [`softmax_cross_entropy`]'s blocked form (one
+/// AVX-512 vector of `f32`).
+pub(crate) const SOFTMAX_BLOCK: usize = 16;
+
+/// Lengths of the scratch `(e, maxv and sumv)` that let
+/// [`softmax_cross_entropy`] run in blocks for `a` members of `classes`.
+pub(crate) fn softmax_scratch(a: usize, classes: usize) -> (usize, usize) {
+    let a16 = a.next_multiple_of(SOFTMAX_BLOCK);
+    (classes * a16, a16)
+}
+
+/// Whether buffers of these lengths let [`softmax_cross_entropy`] run in
+/// blocks: `z` readable up to the last class's last block.
+pub(crate) fn softmax_blocks_fit(
+    z: usize,
+    a: usize,
+    classes: usize,
+    e: usize,
+    scratch: usize,
+) -> bool {
+    let (want_e, want_s) = softmax_scratch(a, classes);
+    classes > 0 && z >= (classes - 1) * a + want_s && e >= want_e && scratch >= want_s
+}
+
+/// [`softmax_cross_entropy`] in blocks of [`SOFTMAX_BLOCK`] members; `e`
+/// holds class c's block at `c·a16` (a16 = `a` rounded up to a block).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn softmax_blocked(
+    z: &[f32],
+    a: usize,
+    classes: usize,
+    label: usize,
+    e: &mut [f32],
+    maxv: &mut [f32],
+    sumv: &mut [f32],
+    loss: &mut [f64],
+    delta: Option<&mut [f32]>,
+) {
+    const B: usize = SOFTMAX_BLOCK;
+    let a16 = a.next_multiple_of(B);
+    for s0 in (0..a).step_by(B) {
+        let mut m: [f32; B] = z[s0..s0 + B].try_into().expect("a block");
+        for c in 1..classes {
+            let zc: &[f32; B] = z[c * a + s0..][..B].try_into().expect("a block");
+            for l in 0..B {
+                m[l] = m[l].max(zc[l]);
+            }
+        }
+        let mut sum = [0f32; B];
+        for c in 0..classes {
+            let zc: &[f32; B] = z[c * a + s0..][..B].try_into().expect("a block");
+            let ec: &mut [f32; B] = (&mut e[c * a16 + s0..][..B]).try_into().expect("a block");
+            for l in 0..B {
+                ec[l] = exp_f32(zc[l] - m[l]);
+                sum[l] += ec[l];
+            }
+        }
+        maxv[s0..s0 + B].copy_from_slice(&m);
+        sumv[s0..s0 + B].copy_from_slice(&sum);
+    }
+    let zy = &z[label * a..label * a + a];
+    for (((l, &m), &sv), &zv) in loss[..a].iter_mut().zip(&maxv[..a]).zip(&sumv[..a]).zip(zy) {
+        *l += m as f64 + ln_f64(sv as f64) - zv as f64;
+    }
+    if let Some(delta) = delta {
+        for s0 in (0..a16).step_by(B) {
+            let inv: &mut [f32; B] = (&mut sumv[s0..s0 + B]).try_into().expect("a block");
+            for v in inv.iter_mut() {
+                *v = 1.0 / *v;
+            }
+        }
+        let delta = &mut delta[..classes * a];
+        for (c, dc) in delta.chunks_exact_mut(a).enumerate() {
+            for ((d, &iv), &ev) in dc.iter_mut().zip(&sumv[..a]).zip(&e[c * a16..c * a16 + a]) {
+                *d = iv * ev;
+            }
+        }
+        for d in delta[label * a..(label + 1) * a].iter_mut() {
+            *d -= 1.0;
+        }
+    }
+}
+
+/// [`softmax_cross_entropy`] over the `classes·a` entries as they lie.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn softmax_flat(
     z: &[f32],
     a: usize,
     classes: usize,
@@ -199,6 +313,72 @@ pub(crate) fn softmax_cross_entropy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The blocked softmax gives the flat one's bits for every member count
+    /// (one block, several, a partial last block), with ties, signed
+    /// zeros and spreads past exp's range, losses and deltas alike.
+    #[test]
+    fn the_softmax_in_blocks_gives_the_flat_bits() {
+        for classes in [7, 10] {
+            for a in [1, 2, 5, 10, 15, 16, 17, 31, 33, 51] {
+                let (ne, ns) = softmax_scratch(a, classes);
+                // A padded row: a·classes logits, then a block of other values.
+                let z: Vec<f32> = (0..a * classes + SOFTMAX_BLOCK)
+                    .map(|i| match (i * 7919 + a) % 11 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 => 3.5,
+                        3 => -120.0,
+                        _ => ((i * 37 + classes) % 101) as f32 * 0.173 - 8.0,
+                    })
+                    .collect();
+                assert!(softmax_blocks_fit(z.len(), a, classes, ne, ns));
+                assert!(!softmax_blocks_fit(a * classes, a, classes, ne, ns) || a % 16 == 0);
+                for label in [0, classes - 1] {
+                    let (mut e, mut m, mut s) = (vec![0.0; ne], vec![0.0; ns], vec![0.0; ns]);
+                    let (mut loss, mut delta) = (vec![0.25f64; a], vec![0f32; a * classes]);
+                    softmax_blocked(
+                        &z,
+                        a,
+                        classes,
+                        label,
+                        &mut e,
+                        &mut m,
+                        &mut s,
+                        &mut loss,
+                        Some(&mut delta),
+                    );
+                    let (mut e2, mut m2, mut s2) =
+                        (vec![0.0; a * classes], vec![0.0; a], vec![0.0; a]);
+                    let (mut loss2, mut delta2) = (vec![0.25f64; a], vec![0f32; a * classes]);
+                    softmax_flat(
+                        &z,
+                        a,
+                        classes,
+                        label,
+                        &mut e2,
+                        &mut m2,
+                        &mut s2,
+                        &mut loss2,
+                        Some(&mut delta2),
+                    );
+                    let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits64(&loss),
+                        bits64(&loss2),
+                        "loss, a = {a}, {classes} classes"
+                    );
+                    assert_eq!(
+                        bits32(&delta),
+                        bits32(&delta2),
+                        "delta, a = {a}, {classes} classes"
+                    );
+                    assert!(loss.iter().all(|l| l.is_finite() && *l > 0.25));
+                }
+            }
+        }
+    }
 
     #[test]
     fn exp_and_ln_are_accurate() {

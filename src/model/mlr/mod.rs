@@ -230,9 +230,11 @@ impl Mlr {
     /// Scratch for a pass over `a` stacked members.
     fn ensure_scratch(&self, a: usize, ws: &mut MlrWorkspace) {
         let c = self.data.classes;
-        ws.scratch.exps.resize(a * c, 0.0);
-        ws.scratch.maxv.resize(a, 0.0);
-        ws.scratch.sumv.resize(a, 0.0);
+        // Room for the softmax's blocks of members.
+        let (e, m) = super::kernels::softmax_scratch(a, c);
+        ws.scratch.exps.resize(e, 0.0);
+        ws.scratch.maxv.resize(m, 0.0);
+        ws.scratch.sumv.resize(m, 0.0);
         ws.scratch.row_loss.resize(a, 0.0);
         ws.block_logits.resize(CHUNK * stride(a, c), 0.0);
     }

@@ -102,7 +102,8 @@ fn softmax_chunk_body(
     pos_loss: &mut [f64],
 ) {
     for (o, (&r, &p)) in rows.iter().zip(pos).enumerate() {
-        let zr = &z[o * stride..o * stride + a * c];
+        // The padded row: room for the softmax's blocks of members.
+        let zr = &z[o * stride..z.len().min((o + 1) * stride)];
         let d = if p == u32::MAX {
             RowDelta::Skip
         } else {
@@ -205,7 +206,7 @@ fn softmax_apart_body(
     sc.row_delta.resize(a * c, 0.0);
     for (o, &r) in rows.iter().enumerate() {
         let r = r as usize;
-        let zr = &z[o * stride..o * stride + a * c];
+        let zr = &z[o * stride..z.len().min((o + 1) * stride)];
         let owners = &entries[row_ptr[r] as usize..row_ptr[r + 1] as usize];
         let d = if owners.is_empty() {
             RowDelta::Skip
