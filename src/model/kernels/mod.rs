@@ -106,13 +106,22 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 #[inline]
 pub(crate) fn ln_f64(x: f64) -> f64 {
     debug_assert!(x > 0.0 && x.is_finite());
+    ln_f64_lane(x)
+}
+
+/// [`ln_f64`] for one lane of a loop over many: the same operations in the
+/// same order (so the same bits for every x > 0), with the halving of m as
+/// a select instead of a branch, so that the loop vectorises. Defined for
+/// any input (a meaningless value where x ≤ 0 or is not finite), for the
+/// lanes of a block that are computed and then discarded.
+#[inline(always)]
+pub(crate) fn ln_f64_lane(x: f64) -> f64 {
     let bits = x.to_bits();
-    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
-    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
-    if m > std::f64::consts::SQRT_2 {
-        m *= 0.5;
-        e += 1;
-    }
+    let e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    let big = m > std::f64::consts::SQRT_2;
+    let m = if big { m * 0.5 } else { m };
+    let e = e + i64::from(big);
     let t = (m - 1.0) / (m + 1.0);
     let t2 = t * t;
     let s = t
@@ -222,10 +231,24 @@ fn softmax_blocked(
         }
         maxv[s0..s0 + B].copy_from_slice(&m);
         sumv[s0..s0 + B].copy_from_slice(&sum);
-    }
-    let zy = &z[label * a..label * a + a];
-    for (((l, &m), &sv), &zv) in loss[..a].iter_mut().zip(&maxv[..a]).zip(&sumv[..a]).zip(zy) {
-        *l += m as f64 + ln_f64(sv as f64) - zv as f64;
+        // The block's losses in halves of eight `f64` lanes (one vector;
+        // a half holding no member is skipped: its division would cost as
+        // much as a member's scalar one several times over).
+        let zy: &[f32; B] = z[label * a + s0..][..B].try_into().expect("a block");
+        for h in (0..B).step_by(B / 2) {
+            let live = (a - s0).saturating_sub(h).min(B / 2);
+            if live == 0 {
+                break;
+            }
+            let mut t = [0f64; B / 2];
+            for (l, tl) in t.iter_mut().enumerate() {
+                let k = h + l;
+                *tl = m[k] as f64 + ln_f64_lane(sum[k] as f64) - zy[k] as f64;
+            }
+            for (lv, &tv) in loss[s0 + h..s0 + h + live].iter_mut().zip(&t) {
+                *lv += tv;
+            }
+        }
     }
     if let Some(delta) = delta {
         for s0 in (0..a16).step_by(B) {
@@ -400,6 +423,53 @@ mod tests {
             assert!((ln_f64(x) - x.ln()).abs() < 1e-13, "ln({x})");
         }
         assert!((ln_f64(1e-300) - 1e-300f64.ln()).abs() < 1e-10);
+    }
+
+    /// The lane form's select gives the bits of the branch it replaced
+    /// (written out here as it was), on both sides of m = √2, at powers of
+    /// two and over a spread of magnitudes.
+    #[test]
+    fn ln_in_lanes_gives_the_bits_of_the_branch() {
+        fn branch(x: f64) -> f64 {
+            let bits = x.to_bits();
+            let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+            let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+            if m > std::f64::consts::SQRT_2 {
+                m *= 0.5;
+                e += 1;
+            }
+            let t = (m - 1.0) / (m + 1.0);
+            let t2 = t * t;
+            let s = t
+                * (1.0
+                    + t2 * (1.0 / 3.0
+                        + t2 * (1.0 / 5.0
+                            + t2 * (1.0 / 7.0
+                                + t2 * (1.0 / 9.0
+                                    + t2 * (1.0 / 11.0 + t2 * (1.0 / 13.0 + t2 / 15.0)))))));
+            2.0 * s + e as f64 * std::f64::consts::LN_2
+        }
+        let root = std::f64::consts::SQRT_2;
+        let mut xs = vec![1.0, 2.0, 0.5, 1e-300, 1e300, f64::MIN_POSITIVE, f64::MAX];
+        for k in -60..60 {
+            let p = 2f64.powi(k);
+            for m in [
+                1.0,
+                root,
+                f64::from_bits(root.to_bits() + 1),
+                f64::from_bits(root.to_bits() - 1),
+            ] {
+                xs.push(m * p);
+            }
+        }
+        xs.extend((1..20_000).map(|i| (i as f64 * 0.618_034).powf(1.7) * 1e-3));
+        // And the f32 sums the softmax takes it of, widened.
+        xs.extend((1..20_000).map(|i| (1.0 + i as f32 * 0.000_731) as f64));
+        let lanes: Vec<f64> = xs.iter().map(|&x| ln_f64_lane(x)).collect();
+        for (&x, &got) in xs.iter().zip(&lanes) {
+            assert_eq!(got.to_bits(), branch(x).to_bits(), "ln({x})");
+            assert_eq!(ln_f64(x).to_bits(), got.to_bits(), "ln({x})");
+        }
     }
 
     #[test]
