@@ -474,7 +474,13 @@ fn forward_tile<const L: usize, V: GroupValue>(
         for (&p, v) in b.entry_pos[e.clone()].iter().zip(&val[e]) {
             let v = v.widen();
             let at = p as usize * stride + t0;
-            let zp: &mut [f32; L] = (&mut z[at..at + L]).try_into().expect("tile in range");
+            debug_assert!((p as usize) < CHUNK && at + L <= z.len());
+            // SAFETY: a stored position is below `CHUNK` (`rebuild` writes
+            // positions within their chunk, and nothing else writes them),
+            // `t0 + L ≤ width`, and `block_forward_at` checked `z.len() ≥
+            // (CHUNK − 1)·stride + width`: the tile lies inside `z`. (The
+            // slice's two checks per entry were a tenth of its µops.)
+            let zp: &mut [f32; L] = unsafe { &mut *z.as_mut_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
                 let mut acc = zp[l];
                 acc = v[0].mul_add(wg[0][l], acc);
@@ -667,7 +673,14 @@ fn gradient_tile<const L: usize, V: GroupValue>(
         for (&p, v) in b.entry_pos[e.clone()].iter().zip(&val[e]) {
             let v = v.widen();
             let at = (base + p as usize) * stride + t0;
-            let dp: &[f32; L] = d[at..at + L].try_into().expect("tile in range");
+            debug_assert!(chunk * CHUNK + (p as usize) < b.positions && at + L <= d.len());
+            // SAFETY: position p of chunk `chunk` is a listed row (`rebuild`
+            // writes positions of rows within their chunk), so `base + p` is
+            // at most the last row of `d` the callers checked for (
+            // `block_gradient_at`: `(positions − 1)·stride + width`;
+            // `block_gradient_chunk`: `(d_row0 + rows − 1)·stride + width`),
+            // and `t0 + L ≤ width`.
+            let dp: &[f32; L] = unsafe { &*d.as_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
                 acc[0][l] = v[0].mul_add(dp[l], acc[0][l]);
                 acc[1][l] = v[1].mul_add(dp[l], acc[1][l]);
