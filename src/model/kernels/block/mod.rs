@@ -96,10 +96,23 @@ static BYTE_F32: [f32; 256] = {
 trait GroupValue: Copy {
     /// The group's values as the products use them.
     fn widen(&self) -> [f32; GROUP];
-    /// `b`'s value buffer as one of `Self`, emptied.
-    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self>;
     /// The zero group.
     const ZERO: Self;
+    /// `values` as their [`GroupValues`] variant.
+    fn wrap(values: Vec<Self>) -> GroupValues;
+    /// The buffer of `values` if it is `Self`'s variant.
+    fn buffer(values: &mut GroupValues) -> Option<&mut Vec<Self>>;
+
+    /// `b`'s value buffer as one of `Self`, emptied (replaced first if it
+    /// held the other type).
+    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self> {
+        if Self::buffer(&mut b.entry_val).is_none() {
+            b.entry_val = Self::wrap(Vec::new());
+        }
+        let v = Self::buffer(&mut b.entry_val).expect("set above");
+        v.clear();
+        v
+    }
 }
 
 impl GroupValue for [u8; GROUP] {
@@ -109,19 +122,16 @@ impl GroupValue for [u8; GROUP] {
         // table per value, no shifts on the multiply-add ports.
         std::array::from_fn(|q| BYTE_F32[self[q] as usize])
     }
-    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self> {
-        if !matches!(b.entry_val, GroupValues::Bytes(_)) {
-            b.entry_val = GroupValues::Bytes(Vec::new());
-        }
-        match &mut b.entry_val {
-            GroupValues::Bytes(v) => {
-                v.clear();
-                v
-            }
-            GroupValues::Floats(_) => unreachable!("set above"),
+    const ZERO: Self = [0; GROUP];
+    fn wrap(values: Vec<Self>) -> GroupValues {
+        GroupValues::Bytes(values)
+    }
+    fn buffer(values: &mut GroupValues) -> Option<&mut Vec<Self>> {
+        match values {
+            GroupValues::Bytes(v) => Some(v),
+            GroupValues::Floats(_) => None,
         }
     }
-    const ZERO: Self = [0; GROUP];
 }
 
 impl GroupValue for [f32; GROUP] {
@@ -129,19 +139,16 @@ impl GroupValue for [f32; GROUP] {
     fn widen(&self) -> [f32; GROUP] {
         *self
     }
-    fn cleared(b: &mut BlockCsc) -> &mut Vec<Self> {
-        if !matches!(b.entry_val, GroupValues::Floats(_)) {
-            b.entry_val = GroupValues::Floats(Vec::new());
-        }
-        match &mut b.entry_val {
-            GroupValues::Floats(v) => {
-                v.clear();
-                v
-            }
-            GroupValues::Bytes(_) => unreachable!("set above"),
+    const ZERO: Self = [0.0; GROUP];
+    fn wrap(values: Vec<Self>) -> GroupValues {
+        GroupValues::Floats(values)
+    }
+    fn buffer(values: &mut GroupValues) -> Option<&mut Vec<Self>> {
+        match values {
+            GroupValues::Floats(v) => Some(v),
+            GroupValues::Bytes(_) => None,
         }
     }
-    const ZERO: Self = [0.0; GROUP];
 }
 
 impl RowGroups {
