@@ -223,45 +223,71 @@ struct Group<'a> {
     lanes: usize,
 }
 
-impl Group<'_> {
+/// A group's count tables as raw pointers to their first entry, for the
+/// per-lane count updates: held in registers, so that a store through one
+/// table does not make the compiler reload the others' addresses, and
+/// indexed by `t·LANES + s` (one index for every table, scaled by the
+/// entry's size).
+struct Counts<C> {
+    z: [*mut u8; LANES],
+    nd: *mut f64,
+    row: *mut C,
+    total: *mut u32,
+    inv_total: *mut f64,
+    inv_table: *const f64,
+    inv_len: usize,
+}
+
+impl<C: Count> Counts<C> {
     /// Moves token `i` of lane `s` out of its topic (`ADD` false) or into
-    /// topic `t` (`ADD` true); returns the token's old topic.
+    /// topic `t` (`ADD` true).
     ///
     /// # Safety
-    /// `i` is below the document's length, `s` below `self.lanes`, `t` below
-    /// K, and `row` holds K entries.
+    /// `i` is below the document's length and `z[s]` points at lane s's
+    /// topics of it, each below K; `s` is a lane of the group, `t` below K;
+    /// the tables hold K·[`LANES`] entries.
     #[inline(always)]
-    unsafe fn move_token<C: Count, const ADD: bool>(
-        &mut self,
-        row: &mut [[C; LANES]],
-        i: usize,
-        s: usize,
-        t: usize,
-    ) -> usize {
-        // SAFETY: the caller's contract; `z[s]` points at the document's
-        // topics of lane s, each below K (checked by `lane_doc_body`).
+    unsafe fn shift<const ADD: bool>(&self, i: usize, s: usize, t: usize) {
+        // SAFETY: the caller's contract.
         unsafe {
-            let zp = self.z.get_unchecked(s).add(i);
+            let zp = self.z[s].add(i);
             let t = if ADD {
                 *zp = t as u8;
                 t
             } else {
                 *zp as usize
             };
-            let nd = self.nd.get_unchecked_mut(t).get_unchecked_mut(s);
-            let nw = row.get_unchecked_mut(t).get_unchecked_mut(s);
-            let n = self.total.get_unchecked_mut(t).get_unchecked_mut(s);
+            let at = t * LANES + s;
+            let n = self.total.add(at);
             if ADD {
-                *nd += 1.0;
-                nw.inc();
+                *self.nd.add(at) += 1.0;
+                (*self.row.add(at)).inc();
                 *n += 1;
             } else {
-                *nd -= 1.0;
-                nw.dec();
+                *self.nd.add(at) -= 1.0;
+                (*self.row.add(at)).dec();
                 *n -= 1;
             }
-            *self.inv_total.get_unchecked_mut(t).get_unchecked_mut(s) = self.inv_table[*n as usize];
-            t
+            // A checked index: no n_k exceeds the corpus's token count.
+            let n = *n as usize;
+            assert!(n < self.inv_len, "a topic total exceeds the corpus");
+            *self.inv_total.add(at) = *self.inv_table.add(n);
+        }
+    }
+}
+
+impl Group<'_> {
+    /// The raw count tables of this group and its word's row `row`.
+    #[inline(always)]
+    fn counts<C: Count>(&mut self, row: &mut [[C; LANES]]) -> Counts<C> {
+        Counts {
+            z: self.z,
+            nd: self.nd.as_mut_ptr().cast(),
+            row: row.as_mut_ptr().cast(),
+            total: self.total.as_mut_ptr().cast(),
+            inv_total: self.inv_total.as_mut_ptr().cast(),
+            inv_table: self.inv_table.as_ptr(),
+            inv_len: self.inv_table.len(),
         }
     }
 
@@ -278,9 +304,21 @@ impl Group<'_> {
         let k = self.prior.topics;
         let (alpha, beta) = (self.prior.alpha, self.prior.beta);
         let row = &mut row[..k];
-        for s in 0..self.lanes {
-            // SAFETY: `i` by the caller's contract, `s` below `lanes`.
-            unsafe { self.move_token::<C, false>(row, i, s, 0) };
+        let counts = self.counts(row);
+        let full = self.lanes == LANES;
+        // A full group's lanes in a loop of constant length (unrolled:
+        // every lane's addresses are constant offsets of one index).
+        if full {
+            for s in 0..LANES {
+                // SAFETY: `i` by the caller's contract, `s` a lane, the
+                // tables K·LANES entries (checked by `lane_doc_body`).
+                unsafe { counts.shift::<false>(i, s, 0) };
+            }
+        } else {
+            for s in 0..self.lanes {
+                // SAFETY: as above.
+                unsafe { counts.shift::<false>(i, s, 0) };
+            }
         }
         // Weights of every topic, the four-accumulator total (sum4) and the
         // running prefix sum, lane by lane in the scalar code's order.
@@ -326,11 +364,20 @@ impl Group<'_> {
             u[s] = r * sum[s];
         }
         let new = count_at_most(&prefix[..k - 1], &u);
-        for s in 0..self.lanes {
-            // At most K − 1 comparisons hold, so the topic is below K.
-            let t = (new[s] as usize).min(k - 1);
-            // SAFETY: `i` by the caller's contract, `s` below `lanes`, `t` below K.
-            unsafe { self.move_token::<C, true>(row, i, s, t) };
+        // At most K − 1 comparisons hold, so each topic is below K.
+        let top = (k - 1) as i32;
+        let counts = self.counts(row);
+        if full {
+            for s in 0..LANES {
+                // SAFETY: `i` by the caller's contract, `s` a lane, the
+                // topic below K.
+                unsafe { counts.shift::<true>(i, s, new[s].min(top) as usize) };
+            }
+        } else {
+            for s in 0..self.lanes {
+                // SAFETY: as above.
+                unsafe { counts.shift::<true>(i, s, new[s].min(top) as usize) };
+            }
         }
     }
 }
