@@ -341,3 +341,43 @@ fn cnn_results_are_byte_identical_on_the_portable_kernels() {
         &["--synthetic", "--scale", "0.02"],
     );
 }
+
+/// The subset metric's early answer ("the images seen already put the mean
+/// over the criterion") is exact: the results equal the brute-force path's
+/// (the whole subset evaluated at every check, nothing shared), trial by
+/// trial. 150 images: passes of 64, 64 and 22, so two places to stop.
+#[test]
+fn cnn_subset_check_matches_brute_force() {
+    let dir = tmpdir("cnn-subset-check");
+    let text = small_cnn(
+        "cnn",
+        "partitioning = \"by-layer\"\nmetric = \"subset\"\neval_examples = 150",
+    );
+    std::fs::write(dir.join("s.toml"), text).unwrap();
+    let standin = ["--synthetic", "--scale", "0.02"];
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = vec!["run", "s.toml", "--out", out, "--quiet", "--no-plot"];
+        args.extend(extra);
+        args.extend(standin);
+        let o = scarsim(&dir, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run("best", &[]);
+    run("brute", &["--exact-metric", "--no-sharing", "--rerun"]);
+    let read = |run: &str, f: &str| std::fs::read(dir.join(run).join("cnn").join(f)).unwrap();
+    for f in ["trials.csv", "summary.csv", "baseline.csv"] {
+        assert_eq!(
+            read("best", f),
+            read("brute", f),
+            "{f}: early answer vs brute force"
+        );
+    }
+    // Every trial converged, after a rework (otherwise little was checked).
+    let summary = String::from_utf8(read("best", "summary.csv")).unwrap();
+    assert!(
+        column(&summary, "unconverged").iter().all(|u| u == "0"),
+        "{summary}"
+    );
+    let trials = String::from_utf8(read("best", "trials.csv")).unwrap();
+    assert_eq!(column(&trials, "converged").len(), 12, "{trials}");
+}

@@ -466,3 +466,107 @@ fn the_gather_from_pixel_bytes_gives_the_bits_of_the_f32_features() {
         assert!(m.pixels.is_none(), "{bad}");
     }
 }
+
+/// The subset metric's convergence check (`check_many`) stops its pass over
+/// the evaluation subset early only where the full pass finds the mean above
+/// the criterion; otherwise it returns the metric's exact bits. Criteria on
+/// both sides of the metric, at several stages of training, with parameters
+/// the early answer must refuse (a non-finite or an enormous weight).
+#[test]
+fn the_subset_check_stops_early_only_where_the_metric_is_above_the_criterion() {
+    // 200 images: passes of 64, 64, 64 and 8, so three places to stop.
+    let m = small(Partitioning::ByLayer);
+    assert_eq!(m.eval_examples(), 200);
+    let mut ws = m.workspace();
+    let mut s = m.init();
+    let mut states = vec![s.clone()];
+    for k in 0..40 {
+        m.step(&mut s, ctx(k), &mut ws);
+        if k == 4 || k == 39 {
+            states.push(s.clone());
+        }
+    }
+    let mut broken = s.clone();
+    broken.w[3] = f32::NAN;
+    states.push(broken);
+    let mut huge = s.clone();
+    huge.w[m.arch().tensors[4].offset] = 1e12;
+    states.push(huge);
+    let (mut early, mut exact) = (0, 0);
+    for (i, st) in states.iter().enumerate() {
+        let metric = m.metric(st, &mut ws);
+        let mut criteria: Vec<f64> = [0.0, 0.3, 0.6, 0.9, 0.999, 1.0, 1.001, 2.0]
+            .iter()
+            .map(|f| f * metric)
+            .collect();
+        criteria.extend([f64::from_bits(metric.to_bits() - 1), 1e-300, 1e300]);
+        for c in criteria {
+            let mut out = [Check::Exact(-1.0)];
+            m.check_many(
+                std::slice::from_ref(st),
+                &[true],
+                ctx(0),
+                c,
+                &mut ws,
+                &mut out,
+            );
+            match out[0] {
+                Check::Above => {
+                    assert!(
+                        metric > c,
+                        "state {i}: certified above {c}, metric {metric}"
+                    );
+                    assert!(i < 3, "state {i}: certified with unsafe parameters");
+                    early += 1;
+                }
+                Check::Exact(v) => {
+                    assert_eq!(v.to_bits(), metric.to_bits(), "state {i}, criterion {c}");
+                    exact += 1;
+                }
+            }
+        }
+        // Inactive states are left alone.
+        let mut out = [Check::Exact(-1.0)];
+        m.check_many(
+            std::slice::from_ref(st),
+            &[false],
+            ctx(0),
+            0.0,
+            &mut ws,
+            &mut out,
+        );
+        assert_eq!(out[0], Check::Exact(-1.0));
+    }
+    // Stopping early happened (criteria well below the metric), and so did
+    // completed passes.
+    assert!(early >= 9, "{early} early answers");
+    assert!(exact >= 15, "{exact} exact answers");
+}
+
+/// The facts the early answer rests on: the largest logit's exponential is
+/// exactly 1, so the softmax sum is at least 1, and the logarithm of a
+/// number at least 1 is not negative.
+#[test]
+fn the_softmax_terms_of_the_subset_loss_are_never_negative() {
+    use crate::model::kernels::{exp_f32, ln_f64};
+    assert_eq!(exp_f32(0.0).to_bits(), 1.0f32.to_bits());
+    let mut x = 1.0f64;
+    for _ in 0..2000 {
+        assert!(ln_f64(x) >= 0.0, "ln({x}) = {}", ln_f64(x));
+        x = f64::from_bits(x.to_bits() + 1);
+    }
+    let mut rng = stream(9, Purpose::Other, 2, 0);
+    for _ in 0..100_000 {
+        let x = 1.0 + rng.random_range(0.0..20.0f64);
+        assert!(ln_f64(x) >= 0.0, "ln({x})");
+        // Sums of f32 exponentials, widened.
+        let x = f64::from(1.0f32 + rng.random_range(0.0..9.0f32));
+        assert!(ln_f64(x) >= 0.0, "ln({x})");
+    }
+    // Just above √2, where the reduction halves m.
+    let r2 = std::f64::consts::SQRT_2;
+    for k in 0..1000u64 {
+        let x = f64::from_bits(r2.to_bits() - 500 + k);
+        assert!(ln_f64(x) > 0.3, "ln({x})");
+    }
+}
