@@ -59,7 +59,7 @@
 //!     (one core), so 256 images already cost 1.7 steps per iteration. A
 //!     trial's convergence check stops its pass as soon as the images seen
 //!     put the mean over the criterion ([`Model::check_many`], exact: see
-//!     `Cnn::subset_total`); the unperturbed run's metric, which
+//!     `Cnn::subset_check`); the unperturbed run's metric, which
 //!     `baseline.csv` reports, is always the whole pass.
 //!
 //!   Either way the metric is a deterministic function of the state, as the
@@ -121,7 +121,7 @@ fn prefetch<T>(row: &[T]) {
 }
 
 /// The largest bound on the logits' magnitude under which the subset
-/// metric's check may stop its pass early ([`Cnn::subset_total`]): far below
+/// metric's check may stop its pass early ([`Cnn::subset_check`]): far below
 /// f32's largest value (3.4·10³⁸), so no partial sum of the pass overflows.
 const FINITE_LOGITS: f64 = 1e30;
 
@@ -216,7 +216,7 @@ pub struct Cnn {
     eval_x: Vec<f32>,
     eval_y: Vec<u8>,
     /// The largest |x| over `eval_x` (scaled pixels), for the bound behind
-    /// [`Cnn::subset_total`]'s early answer.
+    /// [`Cnn::subset_check`]'s early answer.
     eval_max_abs: f64,
     /// The dataset's features as bytes, where every value is a whole number
     /// in 0..=255 (raw pixel intensities, as real MNIST's are): the same
@@ -267,6 +267,31 @@ pub struct CnnWorkspace {
     /// hold: the members of a cohort at one iteration share it, so it is
     /// gathered once for all of them (nothing else writes `net.input`).
     batch_key: Option<(u64, usize)>,
+    /// The subset check's buffers and ranking of the images.
+    eval: EvalScratch,
+}
+
+/// What [`Cnn::subset_check`] keeps between checks: only its speed depends
+/// on it (any order of the passes gives the same answers).
+#[derive(Default)]
+struct EvalScratch {
+    /// Images of the subset in the order the check evaluates them.
+    order: Vec<u32>,
+    /// Each image's loss at its last evaluation (the ranking of `order`).
+    score: Vec<f64>,
+    /// This check's losses in subset order, 0 where not evaluated yet.
+    terms: Vec<f64>,
+    /// One pass's losses.
+    pass: Vec<f64>,
+    /// One pass's images and labels.
+    x: Vec<f32>,
+    y: Vec<u8>,
+}
+
+/// The subset's losses `terms` summed in subset order from +0, as
+/// [`Net::add_loss`] sums them.
+fn subset_sum(terms: &[f64]) -> f64 {
+    terms.iter().fold(0.0, |s, &t| s + t)
 }
 
 impl Cnn {
@@ -445,51 +470,93 @@ impl Cnn {
     /// of the `subset` metric (NaN with the running-mean metric, which has
     /// no subset).
     pub(crate) fn subset_loss(&self, w: &[f32], ws: &mut CnnWorkspace) -> f64 {
-        let total = self
-            .subset_total(w, ws, None)
-            .expect("without a criterion the sum is always completed");
+        let cap = ws.net.capacity();
+        let f = self.data.features;
+        let mut total = 0.0;
+        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
+            ws.net.forward_from(w, xs, ys.len());
+            total = ws.net.add_loss(ys.len(), ys, total);
+        }
         total / self.eval_y.len() as f64
     }
 
-    /// The evaluation subset's summed cross-entropy at `w`, image by image
-    /// in subset order (a forward pass per [`Net::capacity`] images). With
-    /// `above = Some(c)`, `None` instead as soon as the mean is certainly
-    /// above c: the convergence check of [`Model::check_many`], which need
-    /// not finish the pass once the images seen already put the mean over
-    /// the criterion.
+    /// The convergence check of the `subset` metric against criterion `c`
+    /// ([`Model::check_many`]): [`Check::Above`] as soon as the images
+    /// evaluated so far put the mean over c, else the metric with the bits
+    /// of [`Cnn::subset_loss`].
     ///
-    /// Why stopping early is exact. Every image's term
+    /// The images are evaluated a pass of [`Net::capacity`] at a time,
+    /// those with the largest loss at their last evaluation (by any state
+    /// this workspace checked) first, so that a few passes usually settle
+    /// "not yet"; each image's loss has the same bits whichever pass it is
+    /// in. After each pass the losses are summed in subset order with 0 for
+    /// the images not yet evaluated.
+    ///
+    /// Why stopping early is exact. Every image's loss
     /// `fl(fl(max + ln Σ) − z_y)` is ≥ 0 whenever the logits are finite:
     /// Σ is an f32 sum of non-negative exponentials, one of which is
     /// `exp_f32(0) = 1` exactly (the largest logit's), so Σ ≥ 1 and
     /// `ln_f64(Σ) ≥ 0`; `max ≥ z_y`; rounding to nearest is monotone. So
-    /// the running f64 total never decreases, the final total S is at
-    /// least the partial total S_j, and `fl(S/n) ≥ fl(S_j/n) > c`: the run
-    /// is unconverged, as the full pass would find. The logits are
-    /// certainly finite when [`Cnn::logits_certainly_finite`] says so
-    /// (otherwise the pass is always completed, so that a non-finite
-    /// metric is reported as the brute force reports it). Unit tests
-    /// compare both answers at many states and criteria, and check
-    /// `exp_f32(0) = 1` and `ln_f64(x) ≥ 0` for x ≥ 1.
-    fn subset_total(&self, w: &[f32], ws: &mut CnnWorkspace, above: Option<f64>) -> Option<f64> {
+    /// each step of the sum in subset order is monotone in its term, and
+    /// with the missing terms at 0 the sum S_j is at most the metric's sum
+    /// S: `fl(S/n) ≥ fl(S_j/n) > c`, unconverged, as the full pass would
+    /// find. The logits are certainly finite when
+    /// [`Cnn::logits_certainly_finite`] says so (otherwise the pass is
+    /// always completed, so that a non-finite metric is reported as the
+    /// brute force reports it). Unit tests compare both answers at many
+    /// states and criteria, and check `exp_f32(0) = 1` and `ln_f64(x) ≥ 0`
+    /// for x ≥ 1; a CLI test compares whole runs with the brute force.
+    fn subset_check(&self, w: &[f32], ws: &mut CnnWorkspace, c: f64) -> Check {
         let cap = ws.net.capacity();
         let f = self.data.features;
         let n = self.eval_y.len();
+        let mut e = std::mem::take(&mut ws.eval);
+        if e.order.len() != n {
+            e.order = (0..n as u32).collect();
+            e.score = vec![0.0; n];
+        }
+        e.terms.clear();
+        e.terms.resize(n, 0.0);
+        e.pass.resize(cap, 0.0);
         let mut finite = None;
-        let (mut total, mut seen) = (0.0, 0);
-        for (xs, ys) in self.eval_x.chunks(cap * f).zip(self.eval_y.chunks(cap)) {
-            ws.net.forward_from(w, xs, ys.len());
-            total = ws.net.add_loss(ys.len(), ys, total);
-            seen += ys.len();
-            if let Some(c) = above
-                && seen < n
-                && total / n as f64 > c
+        let (mut seen, mut above) = (0, false);
+        for pass in e.order.chunks(cap) {
+            let m = pass.len();
+            e.x.clear();
+            e.y.clear();
+            for &i in pass {
+                let i = i as usize;
+                e.x.extend_from_slice(&self.eval_x[i * f..(i + 1) * f]);
+                e.y.push(self.eval_y[i]);
+            }
+            ws.net.forward_from(w, &e.x, m);
+            ws.net.losses(m, &e.y, &mut e.pass[..m]);
+            for (&i, &t) in pass.iter().zip(&e.pass) {
+                e.terms[i as usize] = t;
+                e.score[i as usize] = t;
+            }
+            seen += m;
+            if seen < n
+                && subset_sum(&e.terms) / n as f64 > c
                 && *finite.get_or_insert_with(|| self.logits_certainly_finite(w))
             {
-                return None;
+                above = true;
+                break;
             }
         }
-        Some(total)
+        let check = if above {
+            Check::Above
+        } else {
+            Check::Exact(subset_sum(&e.terms) / n as f64)
+        };
+        let score = &e.score;
+        e.order.sort_unstable_by(|&a, &b| {
+            score[b as usize]
+                .total_cmp(&score[a as usize])
+                .then(a.cmp(&b))
+        });
+        ws.eval = e;
+        check
     }
 
     /// Whether every logit, and every partial sum on the way to it, of a
@@ -634,6 +701,7 @@ impl Model for Cnn {
             perm: Vec::with_capacity(self.data.rows),
             perm_key: None,
             batch_key: None,
+            eval: EvalScratch::default(),
         }
     }
 
@@ -646,7 +714,7 @@ impl Model for Cnn {
 
     /// With the `subset` metric, each active state's pass over the
     /// evaluation subset stops as soon as the images seen put the mean over
-    /// `criterion` (`Cnn::subset_total`: exact); the running mean is read
+    /// `criterion` (`Cnn::subset_check`: exact); the running mean is read
     /// as it is.
     fn check_many(
         &self,
@@ -663,10 +731,7 @@ impl Model for Cnn {
             }
             *o = match self.config.spec.metric {
                 CnnMetric::RunningMean { .. } => Check::Exact(self.metric(s, ws)),
-                CnnMetric::Subset { .. } => match self.subset_total(&s.w, ws, Some(criterion)) {
-                    Some(total) => Check::Exact(total / self.eval_y.len() as f64),
-                    None => Check::Above,
-                },
+                CnnMetric::Subset { .. } => self.subset_check(&s.w, ws, criterion),
             };
         }
     }

@@ -414,7 +414,24 @@ impl<T: Scalar> Net<T> {
     /// depend on how the images were split into passes).
     pub(crate) fn add_loss(&self, n: usize, labels: &[u8], total: f64) -> f64 {
         let k = self.arch.classes;
-        softmax_t(&self.zt, k, self.ld, n, labels, T::one(), None, total)
+        softmax_t(&self.zt, k, self.ld, n, labels, T::one(), None, None, total)
+    }
+
+    /// Each of the last forward pass's `n` images' cross-entropy into
+    /// `out[i]`: the terms [`Net::add_loss`] adds, with the same bits.
+    pub(crate) fn losses(&self, n: usize, labels: &[u8], out: &mut [f64]) {
+        let k = self.arch.classes;
+        softmax_t(
+            &self.zt,
+            k,
+            self.ld,
+            n,
+            labels,
+            T::one(),
+            None,
+            Some(out),
+            0.0,
+        );
     }
 
     /// How many of the last forward pass's `n` images are classified as
@@ -476,6 +493,7 @@ impl<T: Scalar> Net<T> {
             labels,
             scale,
             Some((&mut self.d3, ks)),
+            None,
             0.0,
         );
         rows_from_t(&self.h1t, FC1_UNITS, ld, n, &mut self.h1, H1S);

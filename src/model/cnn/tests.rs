@@ -467,9 +467,10 @@ fn the_gather_from_pixel_bytes_gives_the_bits_of_the_f32_features() {
     }
 }
 
-/// The subset metric's convergence check (`check_many`) stops its pass over
-/// the evaluation subset early only where the full pass finds the mean above
-/// the criterion; otherwise it returns the metric's exact bits. Criteria on
+/// The subset metric's convergence check (`check_many`) stops its passes
+/// over the evaluation subset early only where the full pass finds the mean
+/// above the criterion; otherwise it returns the metric's exact bits, though
+/// it evaluates the images in its own order. Criteria on
 /// both sides of the metric, at several stages of training, with parameters
 /// the early answer must refuse (a non-finite or an enormous weight).
 #[test]
@@ -538,7 +539,9 @@ fn the_subset_check_stops_early_only_where_the_metric_is_above_the_criterion() {
         assert_eq!(out[0], Check::Exact(-1.0));
     }
     // Stopping early happened (criteria well below the metric), and so did
-    // completed passes.
+    // completed passes, with the images in another order than the subset's
+    // (so a loss's bits do not depend on the pass it is computed in).
+    assert!(ws.eval.order.windows(2).any(|p| p[0] > p[1]));
     assert!(early >= 9, "{early} early answers");
     assert!(exact >= 15, "{exact} exact answers");
 }

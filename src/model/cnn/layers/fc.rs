@@ -128,7 +128,8 @@ pub(crate) fn rows_from_t<T: Scalar>(
 /// `max + ln Σ_c e^(z_c − max) − z_label` (in `f64`, image by image) to
 /// `total` and returns it; if `delta` is given (rows of stride `ds`), writes
 /// `scale · (softmax(z) − e_label)` into it (the gradient of `scale ×` the
-/// summed loss with respect to the logits).
+/// summed loss with respect to the logits); if `terms` is given, writes
+/// each image's loss (the term added to `total`) into `terms[r]`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn softmax_t<T: Scalar>(
@@ -139,6 +140,7 @@ pub(crate) fn softmax_t<T: Scalar>(
     labels: &[u8],
     scale: T,
     mut delta: Option<(&mut [T], usize)>,
+    mut terms: Option<&mut [f64]>,
     mut total: f64,
 ) -> f64 {
     let mut v0 = 0;
@@ -161,7 +163,11 @@ pub(crate) fn softmax_t<T: Scalar>(
         for l in 0..lanes {
             let r = v0 + l;
             let y = labels[r] as usize;
-            total += max[l].to64() + ln_f64(sum[l].to64()) - zt[y * ld + r].to64();
+            let term = max[l].to64() + ln_f64(sum[l].to64()) - zt[y * ld + r].to64();
+            if let Some(t) = terms.as_mut() {
+                t[r] = term;
+            }
+            total += term;
         }
         if let Some((d, ds)) = delta.as_mut() {
             let mut inv = [T::zero(); LANES];

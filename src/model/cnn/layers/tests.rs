@@ -367,7 +367,7 @@ fn cross_entropy_of_uniform_logits_is_log_classes() {
     let ld = LANES;
     let z = vec![0.0f32; 10 * ld];
     let mut d = vec![0.0f32; 2 * 16];
-    let l = softmax_t(&z, 10, ld, 2, &[3, 7], 1.0, Some((&mut d, 16)), 0.0);
+    let l = softmax_t(&z, 10, ld, 2, &[3, 7], 1.0, Some((&mut d, 16)), None, 0.0);
     assert!((l - 2.0 * 10f64.ln()).abs() < 1e-6);
     assert!((d[3] + 0.9).abs() < 1e-6 && (d[4] - 0.1).abs() < 1e-6);
     assert!((d[16 + 7] + 0.9).abs() < 1e-6);
