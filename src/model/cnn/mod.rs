@@ -567,15 +567,14 @@ impl Cnn {
     /// do not grow it) stays below [`FINITE_LOGITS`], far inside f32's
     /// range.
     fn logits_certainly_finite(&self, w: &[f32]) -> bool {
-        let (mut finite, mut largest) = (true, 0.0f32);
-        for &v in w {
-            finite &= v.is_finite();
-            largest = largest.max(v.abs());
-        }
-        if !finite {
+        // The largest magnitude's bits: for finite values they order as
+        // the values do, and infinities and NaNs lie above (an integer
+        // maximum, which vectorises).
+        let bits = w.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff));
+        if bits >= f32::INFINITY.to_bits() {
             return false;
         }
-        let big = f64::from(largest);
+        let big = f64::from(f32::from_bits(bits));
         let bound = self
             .arch
             .tensors
