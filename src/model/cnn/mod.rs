@@ -338,9 +338,14 @@ impl Cnn {
             eval_y.push(data.y[i as usize]);
         }
         let pixels = pixel_bytes(&data);
-        let eval_max_abs = eval_x
-            .iter()
-            .fold(0.0f64, |m, &v| m.max(f64::from(v.abs())));
+        // Infinite if any value is not finite: then no check stops early.
+        let eval_max_abs = eval_x.iter().fold(0.0f64, |m, &v| {
+            if v.is_finite() {
+                m.max(f64::from(v.abs()))
+            } else {
+                f64::INFINITY
+            }
+        });
         Ok(Cnn {
             data,
             config: config.clone(),
