@@ -298,10 +298,10 @@ fn intro(w: &mut String, opts: &ReproduceOptions, entries: &[Entry], seconds: f6
     );
     writeln!(
         w,
-        "{} variants ran in {:.1} min wall, {:.0} CPU-s; {} trials per point.\n",
+        "{} variants, {:.0} CPU-s in all; this run took {:.1} min wall, not counting variants finished by an earlier run it resumed; {} trials per point.\n",
         entries.len(),
-        seconds / 60.0,
         cpu,
+        seconds / 60.0,
         if tmin == tmax {
             tmin.to_string()
         } else {
