@@ -177,6 +177,33 @@ pub fn assert_same_bytes_on_every_kernel_level(
     }
 }
 
+/// Runs `scenario` by the brute-force path (every metric evaluated, nothing
+/// shared, every trial rerun from x(0): `--exact-metric --no-sharing
+/// --rerun`) with `args` into `dir/brute`, and asserts that the CSV files of
+/// results folder `name` equal those of the run already in `dir/best`.
+pub fn assert_same_bytes_as_brute_force(dir: &Path, scenario: &str, name: &str, args: &[&str]) {
+    let mut brute = vec![
+        "run",
+        scenario,
+        "--out",
+        "brute",
+        "--quiet",
+        "--no-plot",
+        "--exact-metric",
+        "--no-sharing",
+        "--rerun",
+    ];
+    brute.extend(args);
+    run_ok(dir, &brute);
+    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("best").join(name).join(f)).unwrap(),
+            std::fs::read(dir.join("brute").join(name).join(f)).unwrap(),
+            "{name}: {f} differs from the brute-force path's"
+        );
+    }
+}
+
 /// Runs the scarsim binary with `args` in `dir` and fails the test, with its
 /// stderr, unless it succeeds.
 pub fn run_ok(dir: &Path, args: &[&str]) {
