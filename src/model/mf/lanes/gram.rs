@@ -78,29 +78,44 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
     // and AVX2, the 20 prefetches per rating (p = 20) cost more load slots
     // than the misses they hid (`scarsim bench --kernel mf-als`, 2026-12-05).
     let mut first = fresh;
+    let unused = [V::splat(0.0); P];
     for (idx, values) in idx.chunks(CHUNK).zip(values.chunks(CHUNK)) {
+        // The chunk's rows, looked up (and bounds-checked) once for all
+        // tiles: the tiles' loops then only load and multiply.
+        let mut rows: [&[V; P]; CHUNK] = [&unused; CHUNK];
+        for (r, &k) in rows.iter_mut().zip(idx) {
+            *r = other[k as usize * P..(k as usize + 1) * P]
+                .try_into()
+                .expect("P entries");
+        }
+        let rows = &rows[..idx.len()];
         let mut s0 = 0;
         while s0 < P {
             let rs = tile_len::<S>().min(P - s0);
             let mut t0 = s0;
             while t0 < P {
                 let cs = tile_len::<S>().min(P - t0);
-                tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, P, s0, t0, g, first);
+                tile_dispatch::<S, _>(rs, cs, t0 == s0, rows, P, s0, t0, g, first);
                 t0 += cs;
             }
             s0 += rs;
         }
-        rhs_blocks::<S>(idx, values, other, P, b, first);
+        rhs_blocks::<S, _>(rows, values, P, b, first);
         first = false;
     }
 }
 
-/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k` over the ratings to `rhs`, eight entries at a time.
+/// A chunk's rows of the other side (`p` lane vectors each), as
+/// [`accumulate_p`] (`&[V; P]`) or the general-`p` code (`&[V]`) holds them.
+pub(super) trait Row: AsRef<[V]> + Copy {}
+impl<T: AsRef<[V]> + Copy> Row for T {}
+
+/// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k` over the ratings (rows
+/// `rows`, values `values`) to `rhs`, eight entries at a time.
 #[inline(always)]
-pub(super) fn rhs_blocks<S: Simd>(
-    idx: &[u32],
+pub(super) fn rhs_blocks<S: Simd, X: Row>(
+    rows: &[X],
     values: &[f32],
-    other: &[V],
     p: usize,
     rhs: &mut [V],
     fresh: bool,
@@ -111,14 +126,14 @@ pub(super) fn rhs_blocks<S: Simd>(
     while s0 < p {
         let cs = width.min(p - s0);
         match cs {
-            8 => rhs_block::<S, 8>(idx, values, other, p, s0, rhs, fresh),
-            7 => rhs_block::<S, 7>(idx, values, other, p, s0, rhs, fresh),
-            6 => rhs_block::<S, 6>(idx, values, other, p, s0, rhs, fresh),
-            5 => rhs_block::<S, 5>(idx, values, other, p, s0, rhs, fresh),
-            4 => rhs_block::<S, 4>(idx, values, other, p, s0, rhs, fresh),
-            3 => rhs_block::<S, 3>(idx, values, other, p, s0, rhs, fresh),
-            2 => rhs_block::<S, 2>(idx, values, other, p, s0, rhs, fresh),
-            _ => rhs_block::<S, 1>(idx, values, other, p, s0, rhs, fresh),
+            8 => rhs_block::<S, X, 8>(rows, values, s0, rhs, fresh),
+            7 => rhs_block::<S, X, 7>(rows, values, s0, rhs, fresh),
+            6 => rhs_block::<S, X, 6>(rows, values, s0, rhs, fresh),
+            5 => rhs_block::<S, X, 5>(rows, values, s0, rhs, fresh),
+            4 => rhs_block::<S, X, 4>(rows, values, s0, rhs, fresh),
+            3 => rhs_block::<S, X, 3>(rows, values, s0, rhs, fresh),
+            2 => rhs_block::<S, X, 2>(rows, values, s0, rhs, fresh),
+            _ => rhs_block::<S, X, 1>(rows, values, s0, rhs, fresh),
         }
         s0 += cs;
     }
@@ -126,12 +141,11 @@ pub(super) fn rhs_blocks<S: Simd>(
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn tile_dispatch<S: Simd>(
+pub(super) fn tile_dispatch<S: Simd, X: Row>(
     rs: usize,
     cs: usize,
     diag: bool,
-    idx: &[u32],
-    other: &[V],
+    rows: &[X],
     p: usize,
     s0: usize,
     t0: usize,
@@ -141,9 +155,9 @@ pub(super) fn tile_dispatch<S: Simd>(
     macro_rules! go {
         ($r:literal, $c:literal) => {
             if diag {
-                tile::<S, $r, $c, true>(idx, other, p, s0, t0, gram, fresh)
+                tile::<S, X, $r, $c, true>(rows, p, s0, t0, gram, fresh)
             } else {
-                tile::<S, $r, $c, false>(idx, other, p, s0, t0, gram, fresh)
+                tile::<S, X, $r, $c, false>(rows, p, s0, t0, gram, fresh)
             }
         };
     }
@@ -167,13 +181,12 @@ pub(super) fn tile_dispatch<S: Simd>(
     }
 }
 
-/// Adds (`fresh`: sets to +0 plus) `Σ_k x_k[s0+a] · x_k[t0+b]` over the ratings `idx` to the tile of
-/// `gram` at rows `s0..s0+RS`, columns `t0..t0+CS` (on a diagonal tile only
-/// the entries with `t ≥ s`).
+/// Adds (`fresh`: sets to +0 plus) `Σ_k x_k[s0+a] · x_k[t0+b]` over the rows `rows` (one per
+/// rating, in order) to the tile of `gram` at rows `s0..s0+RS`, columns
+/// `t0..t0+CS` (on a diagonal tile only the entries with `t ≥ s`).
 #[inline(always)]
-fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
-    idx: &[u32],
-    other: &[V],
+fn tile<S: Simd, X: Row, const RS: usize, const CS: usize, const DIAG: bool>(
+    rows: &[X],
     p: usize,
     s0: usize,
     t0: usize,
@@ -188,8 +201,8 @@ fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
             }
         }
     }
-    for &k in idx {
-        let x = &other[k as usize * p..(k as usize + 1) * p];
+    for x in rows {
+        let x = x.as_ref();
         let xs: &[V; RS] = x[s0..s0 + RS].try_into().expect("RS entries");
         let xt: &[V; CS] = x[t0..t0 + CS].try_into().expect("CS entries");
         let xs: [S::R; RS] = std::array::from_fn(|a| S::load(&xs[a]));
@@ -213,11 +226,9 @@ fn tile<S: Simd, const RS: usize, const CS: usize, const DIAG: bool>(
 
 /// Adds (`fresh`: sets to +0 plus) `Σ_k a_k x_k[s0+c]` over the ratings to `rhs[s0..s0+CS]`.
 #[inline(always)]
-fn rhs_block<S: Simd, const CS: usize>(
-    idx: &[u32],
+fn rhs_block<S: Simd, X: Row, const CS: usize>(
+    rows: &[X],
     values: &[f32],
-    other: &[V],
-    p: usize,
     s0: usize,
     rhs: &mut [V],
     fresh: bool,
@@ -229,9 +240,8 @@ fn rhs_block<S: Simd, const CS: usize>(
             acc[c] = S::load(&rhs[c]);
         }
     }
-    for (&k, &a) in idx.iter().zip(values) {
-        let x = &other[k as usize * p..(k as usize + 1) * p];
-        let xs: &[V; CS] = x[s0..s0 + CS].try_into().expect("CS entries");
+    for (x, &a) in rows.iter().zip(values) {
+        let xs: &[V; CS] = x.as_ref()[s0..s0 + CS].try_into().expect("CS entries");
         let a = S::splat(a as f64);
         for c in 0..CS {
             acc[c] = S::fma(a, S::load(&xs[c]), acc[c]);

@@ -437,18 +437,23 @@ fn half_step_general<S: Simd>(
             rhs[s] = V::splat(0.0);
         }
         for (idx, values) in idx.chunks(CHUNK).zip(values.chunks(CHUNK)) {
+            let mut rows: [&[V]; CHUNK] = [&[]; CHUNK];
+            for (r, &k) in rows.iter_mut().zip(idx) {
+                *r = &other[k as usize * p..(k as usize + 1) * p];
+            }
+            let rows = &rows[..idx.len()];
             let mut s0 = 0;
             while s0 < p {
                 let rs = tile_len::<S>().min(p - s0);
                 let mut t0 = s0;
                 while t0 < p {
                     let cs = tile_len::<S>().min(p - t0);
-                    tile_dispatch::<S>(rs, cs, t0 == s0, idx, other, p, s0, t0, gram, false);
+                    tile_dispatch::<S, _>(rs, cs, t0 == s0, rows, p, s0, t0, gram, false);
                     t0 += cs;
                 }
                 s0 += rs;
             }
-            rhs_blocks::<S>(idx, values, other, p, rhs, false);
+            rhs_blocks::<S, _>(rows, values, p, rhs, false);
         }
         for s in 0..p {
             let d = &mut gram[s * p + s];
