@@ -5,8 +5,9 @@
 use crate::common;
 
 use common::{
-    assert_listed_with_panels, assert_same_bytes_on_every_kernel_level,
-    assert_same_bytes_on_one_and_two_threads, scarsim, stderr, tmpdir,
+    assert_listed_with_panels, assert_same_bytes_as_brute_force,
+    assert_same_bytes_on_every_kernel_level, assert_same_bytes_on_one_and_two_threads, run_ok,
+    scarsim, stderr, tmpdir,
 };
 use indicatif::ProgressBar;
 use scarsim::data::archive::write_zip;
@@ -169,6 +170,21 @@ fn same_bytes_on_one_and_two_threads() {
         "det",
         &["summary.csv", "trials.csv", "baseline.csv"],
     );
+}
+
+/// Full-recovery trials restore one of the unperturbed run's states, and
+/// ALS's step depends on the state alone, so the engine finishes them from
+/// the run's metrics (`Model::same_state`): the CSV bytes are the brute-force
+/// path's (every metric evaluated, nothing shared, every trial stepped).
+#[test]
+fn trials_that_rejoin_the_unperturbed_run_match_the_brute_force_path() {
+    let dir = tmpdir("mf-rejoin");
+    std::fs::write(dir.join("s.toml"), mf_scenario("rejoin", "jester", 8)).unwrap();
+    let args = ["--synthetic", "--scale", "0.02"];
+    let mut best = vec!["run", "s.toml", "--out", "best", "--quiet", "--no-plot"];
+    best.extend(args);
+    run_ok(&dir, &best);
+    assert_same_bytes_as_brute_force(&dir, "s.toml", "rejoin", &args);
 }
 
 /// The portable kernels (`SCARSIM_KERNELS=portable`) give the CSV bytes of

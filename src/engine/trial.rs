@@ -31,6 +31,11 @@ pub struct EngineOptions {
     /// metric ([`Model::check_many`]); `false` evaluates it at every
     /// iteration (the brute-force path).
     pub(crate) certify: bool,
+    /// Finish a trial that starts at one of the unperturbed run's states,
+    /// of a model whose step depends on the state alone, from the run's
+    /// recorded metrics ([`Model::same_state`]); `false` steps it (the
+    /// brute-force path).
+    pub(crate) rejoin: bool,
 }
 
 impl Default for EngineOptions {
@@ -38,6 +43,7 @@ impl Default for EngineOptions {
         EngineOptions {
             fork: ForkMode::Fork,
             certify: true,
+            rejoin: true,
         }
     }
 }
@@ -153,6 +159,15 @@ pub trait TrialHook<M: Model> {
     fn runs_past_convergence(&self) -> bool {
         false
     }
+
+    /// Whether the trial's path is its start state's alone: the hook
+    /// changes nothing after [`TrialHook::start`] (no strike, nothing before
+    /// or after a step, nothing past convergence) and lets the loop finish
+    /// it from the unperturbed run's metrics where its start state is one of
+    /// that run's ([`Model::same_state`]). The default, `false`, always steps.
+    fn may_rejoin(&self) -> bool {
+        false
+    }
 }
 
 /// How a trial of [`run_hooked`] ended.
@@ -202,6 +217,11 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
         iterations: convergence.max_iterations,
         converged: false,
     };
+    for i in 0..n {
+        if hooks[i].may_rejoin() {
+            done[i] = along_unperturbed(model, baseline, convergence, starts[i], &states[i]);
+        }
+    }
     let mut k = starts.iter().copied().min().unwrap_or(0);
     while done.iter().any(Option::is_none) {
         if stop() {
@@ -286,11 +306,50 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
     )
 }
 
+/// How the loop of [`run_hooked`] ends a trial that joins at iteration `k0`
+/// in state `x`, when `x` is bit for bit the unperturbed run's x(c) for some
+/// c ≤ k0 and the model's step depends on the state alone
+/// ([`Model::same_state`]): its state at k0 + j is x(c + j), so its check
+/// there meets the run's recorded metric of c + j, and the loop's rules
+/// (met, not finite, the cap) apply to those. `None` when no state of the
+/// run matches (or the model cannot tell), or when the record ends first.
+/// Full recovery from a full checkpoint restores such a state: SCAR eq. 4's
+/// rework is then exactly T − c.
+fn along_unperturbed<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    convergence: &Convergence,
+    k0: usize,
+    x: &M::State,
+) -> Option<Finish> {
+    let last = k0.min(baseline.states.len().checked_sub(1)?);
+    let c = (0..=last)
+        .rev()
+        .find(|&c| model.same_state(x, &baseline.states[c]) == Some(true))?;
+    for (j, &m) in baseline.metrics.get(c..)?.iter().enumerate() {
+        let k = k0 + j;
+        if m <= convergence.criterion {
+            return Some(Finish {
+                iterations: k,
+                converged: true,
+            });
+        }
+        if !m.is_finite() || k >= convergence.max_iterations {
+            return Some(Finish {
+                iterations: convergence.max_iterations,
+                converged: false,
+            });
+        }
+    }
+    None
+}
+
 /// A failure trial as a [`TrialHook`]: it joins at its failure iteration T
 /// with the recovered state.
 struct Recovery<'a> {
     setup: TrialSetup<'a>,
     fork: ForkMode,
+    rejoin: bool,
     outcome: Option<RecoveryOutcome>,
 }
 
@@ -326,6 +385,10 @@ impl<M: Model> TrialHook<M> for Recovery<'_> {
         );
         (t, state)
     }
+
+    fn may_rejoin(&self) -> bool {
+        self.rejoin
+    }
 }
 
 /// Runs several failure trials that fork from the same unperturbed run in
@@ -346,6 +409,7 @@ pub fn run_cohort<M: Model>(
         .map(|setup| Recovery {
             setup,
             fork: opts.fork,
+            rejoin: opts.rejoin,
             outcome: None,
         })
         .collect();
@@ -476,6 +540,134 @@ mod tests {
             run(9, EventOrder::CheckpointFirst),
             run(9, EventOrder::FailureFirst)
         );
+    }
+
+    /// A full recovery from a full checkpoint restores one of the
+    /// unperturbed run's states; for ALS (a step depends on the state alone)
+    /// the loop finishes such a trial from the run's metrics, and the
+    /// outcome is what stepping it gives — for every failure iteration, both
+    /// event orders, and a cap that cuts the rework short. Partial recovery
+    /// restores a mixture no state of the run equals, so it is stepped; MLR
+    /// (a data order) never rejoins.
+    #[test]
+    fn a_trial_restored_to_an_unperturbed_state_finishes_from_its_metrics() {
+        use crate::data::synthetic_ratings;
+        use crate::model::mf::{Mf, MfConfig};
+        let model = Mf::new(
+            Arc::new(synthetic_ratings::movielens_like(3, 0.04)),
+            &MfConfig {
+                factors: 5,
+                regularization: 0.1,
+                init_seed: 4,
+            },
+        );
+        let mut ws = model.workspace();
+        let mut probe = model.init();
+        for k in 0..30 {
+            model.step(
+                &mut probe,
+                IterCtx {
+                    iteration: k,
+                    run_seed: 0,
+                },
+                &mut ws,
+            );
+        }
+        let criterion = model.metric(&probe, &mut ws);
+        let baseline = run_baseline(
+            &model,
+            &Convergence {
+                criterion,
+                max_iterations: 400,
+            },
+            0,
+        )
+        .expect("converges");
+        let b = baseline.iterations();
+        assert!(b > 20, "{b}");
+        let policy = CheckpointPolicy {
+            interval: 8,
+            fraction: 1.0,
+            selector: Selector::Priority,
+            budget: crate::policy::WriteBudget::Parameters,
+        };
+        let blocks = model.block_count();
+        let all: Vec<usize> = (0..blocks).collect();
+        let half: Vec<usize> = (0..blocks).step_by(2).collect();
+        // The last half: columns of R only (the stand-in has more items
+        // than users), so L is x(T)'s whatever is restored.
+        let tail: Vec<usize> = (blocks / 2..blocks).collect();
+        let (mut rejoined, mut stepped, mut capped) = (0, 0, false);
+        for cap in [400, b + 3] {
+            let convergence = Convergence {
+                criterion,
+                max_iterations: cap,
+            };
+            for t in [1, 7, 8, 9, 15, b - 1] {
+                for order in [EventOrder::FailureFirst, EventOrder::CheckpointFirst] {
+                    for (recovery, lost) in [
+                        (RecoveryPolicy::Full, &all),
+                        (RecoveryPolicy::Full, &half),
+                        (RecoveryPolicy::Partial, &half),
+                        (RecoveryPolicy::Partial, &tail),
+                    ] {
+                        let setup = || TrialSetup {
+                            failure_iteration: t,
+                            lost,
+                            checkpoint: &policy,
+                            order,
+                            recovery,
+                            checkpoint_rng: stream(1, Purpose::CheckpointSelection, 0, 0),
+                        };
+                        let run = |rejoin: bool| {
+                            let opts = EngineOptions {
+                                rejoin,
+                                ..EngineOptions::default()
+                            };
+                            let mut ws = model.workspace();
+                            run_trial(&model, &baseline, &convergence, setup(), opts, &mut ws)
+                        };
+                        let (fast, brute) = (run(true), run(false));
+                        assert_eq!(fast, brute, "t {t} {order:?} {recovery:?} cap {cap}");
+                        let mut hook = Recovery {
+                            setup: setup(),
+                            fork: ForkMode::Fork,
+                            rejoin: true,
+                            outcome: None,
+                        };
+                        let (k0, x) = hook.start(&model, &baseline, &mut ws);
+                        let along = along_unperturbed(&model, &baseline, &convergence, k0, &x);
+                        // Partial recovery rejoins only where the checkpoint is x(T).
+                        match (recovery, along) {
+                            (RecoveryPolicy::Full, None) => panic!("t {t} {order:?} not rejoined"),
+                            (RecoveryPolicy::Full, Some(_)) => rejoined += 1,
+                            (_, None) => stepped += 1,
+                            (_, Some(_)) => {}
+                        }
+                        if let Some(f) = along {
+                            assert_eq!(
+                                (f.iterations, f.converged),
+                                (brute.iterations_to_converge, brute.converged)
+                            );
+                            capped |= !f.converged;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(rejoined, 2 * 6 * 2 * 2);
+        assert!(stepped > 0);
+        // Under the smaller cap some rework runs past it.
+        assert!(capped);
+        let mlr = Mlr::new(
+            Arc::new(synthetic::mnist_like(5, 0.02)),
+            &MlrConfig {
+                batch_size: 100,
+                learning_rate: 1e-5,
+            },
+        );
+        let x = mlr.init();
+        assert_eq!(mlr.same_state(&x, &x), None);
     }
 
     /// A trial that runs past convergence reports the first iteration that

@@ -288,6 +288,18 @@ pub trait Model: Send + Sync {
         }
     }
 
+    /// For a model whose step depends on the state alone — not on the
+    /// iteration, a data order or a random draw (ALS) — whether `a` and `b`
+    /// are the same state bit for bit; `None` (the default) for every other
+    /// model. Equal states of such a model have equal futures, so the engine
+    /// finishes a trial that starts at one of the unperturbed run's states
+    /// from that run's recorded metrics instead of stepping it (full recovery
+    /// from a full checkpoint: see `engine::trial`).
+    fn same_state(&self, a: &Self::State, b: &Self::State) -> Option<bool> {
+        let _ = (a, b);
+        None
+    }
+
     /// Norm of the difference between two states, over all blocks.
     fn distance(&self, a: &Self::State, b: &Self::State) -> f64 {
         let n = self.block_count();

@@ -284,6 +284,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                     EngineOptions {
                         fork: self.opts.fork_mode,
                         certify: self.opts.certify_metric,
+                        rejoin: self.opts.share_identical_trials,
                     },
                     ws,
                     &stop,

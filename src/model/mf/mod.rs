@@ -438,6 +438,16 @@ impl Model for Mf {
         }
     }
 
+    /// ALS reads no data order and draws nothing: a step depends on (L, R)
+    /// alone. Compared bit for bit (so −0 and +0 differ, and NaN equals
+    /// itself).
+    fn same_state(&self, a: &MfState, b: &MfState) -> Option<bool> {
+        let bits = |x: &[f64], y: &[f64]| {
+            x.len() == y.len() && x.iter().zip(y).all(|(u, v)| u.to_bits() == v.to_bits())
+        };
+        Some(bits(&a.l, &b.l) && bits(&a.r, &b.r))
+    }
+
     fn copy_block(&self, src: &MfState, dst: &mut MfState, block: usize) {
         let p = self.p;
         let m = self.data.users;
