@@ -645,7 +645,7 @@ fn bench_lists_every_family_and_measures_the_event_loop() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8(o.stdout).unwrap();
     assert!(
-        table.contains("f32 GEMM") && table.contains("events-k-sync"),
+        table.contains("f32 GEMM") && table.contains("f64 GEMM") && table.contains("events-k-sync"),
         "{table}"
     );
     let json: serde_json::Value =

@@ -20,6 +20,8 @@ pub(crate) struct Limits {
     pub(crate) gemm_one_core: f64,
     /// Dense f32 GEMM on every core at once (one product per core), GFLOP/s.
     pub(crate) gemm_all_cores: f64,
+    /// Dense f64 GEMM on one core, GFLOP/s: the ceiling of f64 kernels (MF).
+    pub(crate) gemm_f64_one_core: f64,
     /// Triad bandwidth of one core, GB/s.
     pub(crate) bandwidth_one_core: f64,
     /// Triad bandwidth of every core at once, GB/s.
@@ -42,6 +44,7 @@ impl Limits {
         let fma_all_cores = on_every_core(cores, || fma_rate(seconds));
         let gemm_one_core = gemm_rate(seconds);
         let gemm_all_cores = on_every_core(cores, || gemm_rate(seconds));
+        let gemm_f64_one_core = gemm_rate_f64(seconds);
         let bandwidth_one_core = triad_rate(seconds, TRIAD_LEN);
         let bandwidth_all_cores = on_every_core(cores, || triad_rate(seconds, TRIAD_LEN / cores));
         Limits {
@@ -49,6 +52,7 @@ impl Limits {
             fma_all_cores,
             gemm_one_core,
             gemm_all_cores,
+            gemm_f64_one_core,
             bandwidth_one_core,
             bandwidth_all_cores,
             cores,
@@ -60,6 +64,7 @@ impl Limits {
         format!(
             "limits: f32 FMA peak ({}) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
              f32 GEMM {GEMM_SIDE}³ (matrixmultiply) {:.1} GFLOP/s on one core, {:.1} on {} cores; \
+             f64 GEMM {GEMM_SIDE}³ {:.1} GFLOP/s on one core; \
              triad bandwidth {:.1} GB/s on one core, {:.1} on {} cores",
             crate::simd::detected().name(),
             self.fma_one_core,
@@ -68,6 +73,7 @@ impl Limits {
             self.gemm_one_core,
             self.gemm_all_cores,
             self.cores,
+            self.gemm_f64_one_core,
             self.bandwidth_one_core,
             self.bandwidth_all_cores,
             self.cores
@@ -180,6 +186,21 @@ fn gemm_rate(seconds: f64) -> f64 {
     let a = Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 17) as f32 * 0.01);
     let b = Array2::from_shape_fn((n, n), |(i, j)| ((i * 5 + j * 11) % 13) as f32 * 0.01);
     let mut c = Array2::<f32>::zeros((n, n));
+    general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+    let flops = 2.0 * (n * n * n) as f64;
+    best_rate(seconds, || {
+        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+        std::hint::black_box(&c);
+        flops / 1e9
+    })
+}
+
+/// GFLOP/s of the fastest of repeated 512³ f64 products within `seconds`.
+fn gemm_rate_f64(seconds: f64) -> f64 {
+    let n = GEMM_SIDE;
+    let a = Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 17) as f64 * 0.01);
+    let b = Array2::from_shape_fn((n, n), |(i, j)| ((i * 5 + j * 11) % 13) as f64 * 0.01);
+    let mut c = Array2::<f64>::zeros((n, n));
     general_mat_mul(1.0, &a, &b, 0.0, &mut c);
     let flops = 2.0 * (n * n * n) as f64;
     best_rate(seconds, || {
