@@ -260,13 +260,52 @@ pub(super) fn report_text(
     if let Some(png) = pictures.get(1) {
         writeln!(w, "![claims × settings]({})\n", link(&opts.out_dir, png))?;
     }
-    if !problems.is_empty() {
-        writeln!(w, "## Not measured\n")?;
-        for (panel, setting, why) in problems {
-            writeln!(w, "- `{panel}`, {setting}: {why}")?;
+    not_measured(&mut w, problems, findings)?;
+    Ok(w)
+}
+
+/// The settings a panel's checks refused, with why, and the claims that
+/// ran but have no estimate (a `n/a` in `robustness.csv`).
+fn not_measured(
+    w: &mut String,
+    problems: &[(&'static str, String, String)],
+    findings: &[Finding],
+) -> Result<()> {
+    let missing: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.mark() == Mark::Missing)
+        .collect();
+    if problems.is_empty() && missing.is_empty() {
+        return Ok(());
+    }
+    writeln!(w, "## Not measured\n")?;
+    for (panel, setting, why) in problems {
+        writeln!(w, "- `{panel}`, {setting}: {why}")?;
+    }
+    if !missing.is_empty() {
+        if !problems.is_empty() {
+            writeln!(w)?;
+        }
+        writeln!(
+            w,
+            "Claims that ran but have no estimate ({} of {}): a reduction is undefined where the \
+             series it is relative to (full recovery, traditional checkpoints) has a mean rework \
+             ≤ 0, and any estimate needs two paired trials. They count in no tally above.\n",
+            missing.len(),
+            findings.len()
+        )?;
+        for f in missing {
+            writeln!(
+                w,
+                "- `{}` ({}), {}: {}",
+                f.panel,
+                f.reading,
+                f.setting.reading(),
+                f.claim
+            )?;
         }
     }
-    Ok(w)
+    Ok(())
 }
 
 /// (claims held, claims measured) among `findings`.
@@ -405,7 +444,8 @@ fn readings_section(w: &mut String, findings: &[Finding]) -> Result<()> {
         writeln!(
             w,
             "Readings are ranked by the fraction held; some measure fewer claims than others \
-             (a setting a panel's checks refuse is not measured there, see the end).\n"
+             (a setting a panel's checks refuse, or where a claim has no estimate, is not \
+             measured there: see the end).\n"
         )?;
     }
     writeln!(
@@ -468,5 +508,57 @@ mod tests {
         assert_eq!(f(Test::Negative, 1.0, 0.5, 3.0).mark(), Mark::Fails);
         assert_eq!(f(r, 60.0, 55.0, 70.0).holds(), Some(true));
         assert_eq!(f(r, 30.0, 20.0, 40.0).holds(), Some(false));
+    }
+
+    /// A claim without an estimate (or with a non-finite one) is listed
+    /// under "Not measured" with its panel, reading and setting, beside the
+    /// settings a panel refused; measured claims are not.
+    #[test]
+    fn claims_without_an_estimate_are_listed_as_not_measured() {
+        let f = |claim: &str, setting: usize, estimate| Finding {
+            panel: "p",
+            reading: "as bundled".into(),
+            interval: 8,
+            setting: Setting::all()[setting],
+            claim: claim.into(),
+            test: Test::Range(50.0, 80.0),
+            estimate,
+        };
+        let e = |value| {
+            Some(Estimate {
+                value,
+                lo: value - 1.0,
+                hi: value + 1.0,
+                n: 10,
+            })
+        };
+        let findings = [
+            f("measured", 0, e(60.0)),
+            f("none", 1, None),
+            f("nan", 2, e(f64::NAN)),
+        ];
+        let mut w = String::new();
+        not_measured(&mut w, &[], &findings).unwrap();
+        assert!(w.starts_with("## Not measured"), "{w}");
+        assert!(w.contains("(2 of 3)"), "{w}");
+        for (claim, s) in [("none", 1), ("nan", 2)] {
+            let line = format!(
+                "- `p` (as bundled), {}: {claim}",
+                Setting::all()[s].reading()
+            );
+            assert!(w.contains(&line), "{line} in {w}");
+        }
+        assert!(!w.contains(": measured"), "{w}");
+        let mut w = String::new();
+        not_measured(
+            &mut w,
+            &[("q", "a setting".into(), "refused".into())],
+            &findings[..1],
+        )
+        .unwrap();
+        assert_eq!(w, "## Not measured\n\n- `q`, a setting: refused\n");
+        let mut w = String::new();
+        not_measured(&mut w, &[], &findings[..1]).unwrap();
+        assert!(w.is_empty());
     }
 }
