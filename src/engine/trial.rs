@@ -323,9 +323,19 @@ fn along_unperturbed<M: Model>(
     x: &M::State,
 ) -> Option<Finish> {
     let last = k0.min(baseline.states.len().checked_sub(1)?);
-    let c = (0..=last)
-        .rev()
-        .find(|&c| model.same_state(x, &baseline.states[c]) == Some(true))?;
+    let mut at = None;
+    for c in (0..=last).rev() {
+        match model.same_state(x, &baseline.states[c]) {
+            // The model's step reads more than the state: never rejoins.
+            None => return None,
+            Some(true) => {
+                at = Some(c);
+                break;
+            }
+            Some(false) => {}
+        }
+    }
+    let c = at?;
     for (j, &m) in baseline.metrics.get(c..)?.iter().enumerate() {
         let k = k0 + j;
         if m <= convergence.criterion {
