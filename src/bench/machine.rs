@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use ndarray::Array2;
+use ndarray::LinalgScalar;
 use ndarray::linalg::general_mat_mul;
 
 /// The ceilings the hot kernels are compared with.
@@ -42,9 +43,9 @@ impl Limits {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let fma_one_core = fma_rate(seconds);
         let fma_all_cores = on_every_core(cores, || fma_rate(seconds));
-        let gemm_one_core = gemm_rate(seconds);
-        let gemm_all_cores = on_every_core(cores, || gemm_rate(seconds));
-        let gemm_f64_one_core = gemm_rate_f64(seconds);
+        let gemm_one_core = gemm_rate(seconds, |v| v as f32);
+        let gemm_all_cores = on_every_core(cores, || gemm_rate(seconds, |v| v as f32));
+        let gemm_f64_one_core = gemm_rate(seconds, |v| v);
         let bandwidth_one_core = triad_rate(seconds, TRIAD_LEN);
         let bandwidth_all_cores = on_every_core(cores, || triad_rate(seconds, TRIAD_LEN / cores));
         Limits {
@@ -180,31 +181,17 @@ unsafe fn fma_avx2(iters: usize) -> usize {
     FMA_CHAINS_AVX2 * 8
 }
 
-/// GFLOP/s of the fastest of repeated 512³ products within `seconds`.
-fn gemm_rate(seconds: f64) -> f64 {
+/// GFLOP/s of the fastest of repeated 512³ products in `T` (f32 or f64)
+/// within `seconds`; `from` converts the inputs' values.
+fn gemm_rate<T: LinalgScalar>(seconds: f64, from: fn(f64) -> T) -> f64 {
     let n = GEMM_SIDE;
-    let a = Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 17) as f32 * 0.01);
-    let b = Array2::from_shape_fn((n, n), |(i, j)| ((i * 5 + j * 11) % 13) as f32 * 0.01);
-    let mut c = Array2::<f32>::zeros((n, n));
-    general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+    let a = Array2::from_shape_fn((n, n), |(i, j)| from(((i * 7 + j * 3) % 17) as f64 * 0.01));
+    let b = Array2::from_shape_fn((n, n), |(i, j)| from(((i * 5 + j * 11) % 13) as f64 * 0.01));
+    let mut c = Array2::<T>::zeros((n, n));
+    general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
     let flops = 2.0 * (n * n * n) as f64;
     best_rate(seconds, || {
-        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
-        std::hint::black_box(&c);
-        flops / 1e9
-    })
-}
-
-/// GFLOP/s of the fastest of repeated 512³ f64 products within `seconds`.
-fn gemm_rate_f64(seconds: f64) -> f64 {
-    let n = GEMM_SIDE;
-    let a = Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 17) as f64 * 0.01);
-    let b = Array2::from_shape_fn((n, n), |(i, j)| ((i * 5 + j * 11) % 13) as f64 * 0.01);
-    let mut c = Array2::<f64>::zeros((n, n));
-    general_mat_mul(1.0, &a, &b, 0.0, &mut c);
-    let flops = 2.0 * (n * n * n) as f64;
-    best_rate(seconds, || {
-        general_mat_mul(1.0, &a, &b, 0.0, &mut c);
+        general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
         std::hint::black_box(&c);
         flops / 1e9
     })
