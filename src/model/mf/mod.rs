@@ -49,7 +49,7 @@ use rand::RngExt;
 use super::{IterCtx, Model, ModelInfo};
 use crate::data::Ratings;
 use crate::rng::{Purpose, stream};
-use lanes::{V, W};
+use lanes::{Solved, V, W};
 
 /// Hyper-parameters of MF.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,10 +68,9 @@ pub struct Mf {
     p: usize,
     lambda: f64,
     init_seed: u64,
-    /// The ratings' item-order positions, for the cohort steps' squared
-    /// error (`lanes::squared_error_by_item`), when there are more items
-    /// than users.
-    item_order: Option<lanes::ItemOrder>,
+    /// Whether the squared error is summed item by item (else user by
+    /// user); see [`Mf::squared_error`].
+    sse_by_item: bool,
 }
 
 /// MF state: the two factor matrices, and the metric of exactly these
@@ -144,8 +143,8 @@ struct LaneBuffers {
     r: Vec<V>,
     scratch: Vec<V>,
     cursor: Vec<usize>,
-    /// Residuals in item order (`lanes::squared_error_by_item`).
-    resid: Vec<V>,
+    /// Each row's squared residuals ([`lanes::Solved::row_sse`]).
+    row_sse: Vec<V>,
 }
 
 /// Groups of fewer active members than this are stepped one trial at a time
@@ -162,23 +161,9 @@ impl Mf {
             config.regularization > 0.0,
             "the regularization must be positive"
         );
-        // Item order pays where R is the larger side (MovieLens: 9,066
-        // items, 671 users); where L is (Jester: 24,983 users, 100 jokes)
-        // gathering R, as user order does, is the cheaper.
-        let item_order = (data.items > data.users)
-            .then(|| {
-                lanes::ItemOrder::new(
-                    &data.user_ptr,
-                    &data.user_items,
-                    &data.user_values,
-                    &data.item_ptr,
-                    &data.item_users,
-                    &data.item_values,
-                )
-            })
-            .flatten();
         Mf {
-            item_order,
+            // The larger side's rows (see `squared_error`).
+            sse_by_item: data.items > data.users,
             data,
             p: config.factors,
             lambda: config.regularization,
@@ -209,18 +194,34 @@ impl Mf {
         self.squared_error(state) + self.lambda * reg
     }
 
-    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)², summed user by user in index order
-    /// (always computed, never the cached value).
+    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² (always computed, never the cached
+    /// value), summed row by row over the side with more rows — item by
+    /// item where there are more items than users (MovieLens: 9,066 movies,
+    /// 671 users), user by user otherwise (Jester: 24,983 users, 100 jokes)
+    /// — each row's sum from 0 over its ratings in index order, each
+    /// residual's dot product in factor order. The order fixes the bits;
+    /// this one reads each row of the larger side once, in sequence, and
+    /// gathers the rows of the smaller side, which stay in cache.
     pub fn squared_error(&self, state: &MfState) -> f64 {
+        let (ptr, idx, values, rows, other) = self.sse_order(&state.l, &state.r);
+        single::squared_error(self.p, ptr, idx, values, rows, other)
+    }
+
+    /// The arguments of the squared-error kernels for factors `l` and `r`
+    /// in [`Mf::squared_error`]'s order: the ratings by row of the summed
+    /// side, that side's factors, the other side's.
+    #[allow(clippy::type_complexity)]
+    fn sse_order<'a, T>(
+        &'a self,
+        l: &'a [T],
+        r: &'a [T],
+    ) -> (&'a [usize], &'a [u32], &'a [f32], &'a [T], &'a [T]) {
         let d = &*self.data;
-        single::squared_error(
-            self.p,
-            &d.user_ptr,
-            &d.user_items,
-            &d.user_values,
-            &state.l,
-            &state.r,
-        )
+        if self.sse_by_item {
+            (&d.item_ptr, &d.item_users, &d.item_values, r, l)
+        } else {
+            (&d.user_ptr, &d.user_items, &d.user_values, l, r)
+        }
     }
 
     /// One ALS iteration for up to [`W`] trials as the lanes of one group,
@@ -231,59 +232,60 @@ impl Mf {
             let srcs: Vec<&[f64]> = group.iter().map(|s| &s.r[..]).collect();
             lanes::pack(&mut buf.r, &srcs);
         }
-        lanes::half_step(
-            p,
-            self.lambda,
-            &d.user_ptr,
-            &d.user_items,
-            &d.user_values,
-            &buf.r,
-            &mut buf.l,
-            lanes::sweep_block(m, n, p),
-            &mut buf.scratch,
-            &mut buf.cursor,
-        );
-        lanes::half_step(
-            p,
-            self.lambda,
-            &d.item_ptr,
-            &d.item_users,
-            &d.item_values,
-            &buf.l,
-            &mut buf.r,
-            lanes::sweep_block(n, m, p),
-            &mut buf.scratch,
-            &mut buf.cursor,
-        );
-        // The same bits either way; in item order R is read in sequence.
-        let sse = match &self.item_order {
-            Some(order) => lanes::squared_error_by_item(
+        // Each solved row goes straight to its trials (no unpacking pass);
+        // where the squared error is summed item by item, each item's row
+        // sum is formed right after its row of R is solved.
+        {
+            let mut trials: Vec<&mut [f64]> = group.iter_mut().map(|s| &mut s.l[..]).collect();
+            lanes::half_step(
                 p,
-                &d.user_ptr,
-                &d.item_values,
-                &d.item_users,
-                order,
-                &buf.l,
-                &buf.r,
-                &mut buf.resid,
-            ),
-            None => lanes::squared_error(
-                p,
+                self.lambda,
                 &d.user_ptr,
                 &d.user_items,
                 &d.user_values,
-                &buf.l,
                 &buf.r,
-            ),
+                &mut buf.l,
+                lanes::sweep_block(m, n, p),
+                &mut buf.scratch,
+                &mut buf.cursor,
+                &mut Solved {
+                    trials: &mut trials,
+                    row_sse: None,
+                },
+            );
+        }
+        {
+            let mut trials: Vec<&mut [f64]> = group.iter_mut().map(|s| &mut s.r[..]).collect();
+            lanes::half_step(
+                p,
+                self.lambda,
+                &d.item_ptr,
+                &d.item_users,
+                &d.item_values,
+                &buf.l,
+                &mut buf.r,
+                lanes::sweep_block(n, m, p),
+                &mut buf.scratch,
+                &mut buf.cursor,
+                &mut Solved {
+                    trials: &mut trials,
+                    row_sse: self.sse_by_item.then_some(&mut buf.row_sse),
+                },
+            );
+        }
+        let sse = if self.sse_by_item {
+            // The rows' sums added in row order, as `squared_error` adds them.
+            let mut total = V::splat(0.0);
+            for row in &buf.row_sse {
+                for (t, v) in total.0.iter_mut().zip(&row.0) {
+                    *t += v;
+                }
+            }
+            total
+        } else {
+            let (ptr, idx, values, rows, other) = self.sse_order(&buf.l, &buf.r);
+            lanes::squared_error(p, ptr, idx, values, rows, other)
         };
-        {
-            let mut dsts: Vec<&mut [f64]> = group.iter_mut().map(|s| &mut s.l[..]).collect();
-            lanes::unpack_rows(&buf.l, p, 0..m, &mut dsts);
-        }
-        {
-            let mut dsts: Vec<&mut [f64]> = group.iter_mut().map(|s| &mut s.r[..]).collect();
-            lanes::unpack_rows(&buf.r, p, 0..n, &mut dsts);
-        }
         for (s, &v) in group.iter_mut().zip(&sse.0) {
             s.sse = Some(v);
         }
@@ -375,14 +377,8 @@ impl Model for Mf {
             rhs,
             gathered,
         );
-        *sse = Some(single::squared_error(
-            p,
-            &d.user_ptr,
-            &d.user_items,
-            &d.user_values,
-            l,
-            r,
-        ));
+        let (ptr, idx, values, rows, other) = self.sse_order(l, r);
+        *sse = Some(single::squared_error(p, ptr, idx, values, rows, other));
     }
 
     /// Lane groups of `W` trials; a cohort of several groups keeps them
@@ -432,7 +428,7 @@ impl Model for Mf {
                 r: lanes::zeros(n * p),
                 scratch: Vec::new(),
                 cursor: Vec::new(),
-                resid: Vec::new(),
+                row_sse: Vec::new(),
             });
             self.step_group(group, buf);
         }

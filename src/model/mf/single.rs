@@ -147,8 +147,11 @@ fn solve_dual(
 }
 
 crate::kernel! {
-    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² of one trial, summed user by user in
-    /// index order (each user's sum from 0, each dot product in factor order).
+    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² of one trial, summed row by row of `l`
+    /// in index order (each row's sum from 0, each dot product in factor
+    /// order). Either side can be `l`: `ptr`/`idx`/`values` are the ratings
+    /// by row of that side, pointing at rows of `r` ([`super::Mf::squared_error`]
+    /// picks the side).
     pub fn squared_error, squared_error_at(
         p: usize,
         ptr: &[usize],

@@ -111,16 +111,26 @@ lane_kernel! {
     pub fn pack, pack_at(dst: &mut [V], srcs: &[&[f64]]) = pack_body;
 }
 
-lane_kernel! {
-    /// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l` of
-    /// `src` into `dsts[l]`.
-    pub fn unpack_rows, unpack_rows_at(
-        src: &[V],
-        p: usize,
-        rows: std::ops::Range<usize>,
-        dsts: &mut [&mut [f64]],
-    ) = unpack_rows_body;
+/// [`unpack_rows_body`] as a kernel of its own, for the tests (the steps
+/// unpack each row as it is solved, [`Solved::trials`]).
+#[cfg(test)]
+#[allow(dead_code)]
+mod unpack {
+    use super::*;
+
+    lane_kernel! {
+        /// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane
+        /// `l` of `src` into `dsts[l]`.
+        pub fn unpack_rows, unpack_rows_at(
+            src: &[V],
+            p: usize,
+            rows: std::ops::Range<usize>,
+            dsts: &mut [&mut [f64]],
+        ) = unpack_rows_body;
+    }
 }
+#[cfg(test)]
+pub(crate) use unpack::unpack_rows_at;
 
 /// [`pack`]: [`W`] entries of every trial at a time, transposed in registers.
 #[inline(always)]
@@ -142,7 +152,8 @@ fn pack_body<S: Simd>(dst: &mut [V], srcs: &[&[f64]]) {
     }
 }
 
-/// [`unpack_rows`]: [`W`] entries at a time, transposed in registers.
+/// The inverse of [`pack`] for rows `rows` (of `p` entries each): lane `l`
+/// of `src` into `dsts[l]`, [`W`] entries at a time, transposed in registers.
 #[inline(always)]
 fn unpack_rows_body<S: Simd>(
     src: &[V],
@@ -174,7 +185,8 @@ lane_kernel! {
     /// lane by lane exactly as [`super::single::half_step`] computes it.
     /// With `block` > 0 the other side is swept `block` rows at a time for
     /// all rows at once (see [`sweep_block`]; the same result). `scratch`
-    /// and `cursor` are reused buffers.
+    /// and `cursor` are reused buffers. Each row, once solved and still in
+    /// cache, goes to `solved` (see [`Solved`]).
     pub fn half_step, half_step_at(
         p: usize,
         lambda: f64,
@@ -186,7 +198,63 @@ lane_kernel! {
         block: usize,
         scratch: &mut Vec<V>,
         cursor: &mut Vec<usize>,
+        solved: &mut Solved<'_, '_>,
     ) = half_step_body;
+}
+
+/// What [`half_step`] does with each row right after solving it, while the
+/// row is still in cache (instead of a later pass that streams the whole
+/// side from memory again). Either does the same arithmetic in the same
+/// order as its separate pass, so the bits are the same.
+pub(crate) struct Solved<'a, 'b> {
+    /// Each trial's factors of this side: lane `l` of row `r` goes to
+    /// `trials[l][r·p..(r+1)·p]`, as [`unpack_rows_body`] puts it (none
+    /// when empty).
+    pub(crate) trials: &'a mut [&'b mut [f64]],
+    /// With `Some`, entry `r` gets row `r`'s squared residuals Σ (a − x_r ·
+    /// other_k)² over its ratings, as [`squared_error`] sums one row; the
+    /// caller adds the rows in order.
+    pub(crate) row_sse: Option<&'a mut Vec<V>>,
+}
+
+/// The ratings of a half-step's rows: row `r`'s are
+/// `idx`/`values[ptr[r]..ptr[r+1]]`, pointing at rows of `other`.
+#[derive(Clone, Copy)]
+struct RowRatings<'a> {
+    ptr: &'a [usize],
+    idx: &'a [u32],
+    values: &'a [f32],
+    other: &'a [V],
+}
+
+/// Hands row `r` of `out` (p entries, solved) to `solved`.
+///
+/// (A plain function, not a closure: a closure is compiled without the
+/// kernel's target features, so its intrinsics would become calls.)
+#[inline(always)]
+fn hand_over<S: Simd>(
+    p: usize,
+    r: usize,
+    out: &[V],
+    ratings: &RowRatings<'_>,
+    solved: &mut Solved<'_, '_>,
+) {
+    let RowRatings {
+        ptr,
+        idx,
+        values,
+        other,
+    } = *ratings;
+    if !solved.trials.is_empty() {
+        unpack_rows_body::<S>(out, p, r..r + 1, solved.trials);
+    }
+    if let Some(sums) = solved.row_sse.as_deref_mut() {
+        let rg = ptr[r]..ptr[r + 1];
+        let row = &out[r * p..(r + 1) * p];
+        let sum =
+            add_squared_residuals::<S>(p, row, &idx[rg.clone()], &values[rg], other, S::splat(0.0));
+        S::store(sum, &mut sums[r]);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -202,14 +270,22 @@ fn half_step_body<S: Simd>(
     block: usize,
     scratch: &mut Vec<V>,
     cursor: &mut Vec<usize>,
+    solved: &mut Solved<'_, '_>,
 ) {
+    if let Some(sums) = solved.row_sse.as_deref_mut() {
+        sums.clear();
+        sums.resize(out.len() / p, V::splat(0.0));
+    }
     // The factor counts of the bundled scenarios get code compiled for their
     // p (the same operations in the same order as the general code).
+    let a = (
+        lambda, ptr, idx, values, other, out, block, scratch, cursor, solved,
+    );
     match p {
-        5 => half_step_p::<S, 5>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
-        10 => half_step_p::<S, 10>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
-        20 => half_step_p::<S, 20>(lambda, ptr, idx, values, other, out, block, scratch, cursor),
-        _ => half_step_general::<S>(p, lambda, ptr, idx, values, other, out, scratch),
+        5 => half_step_p::<S, 5>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
+        10 => half_step_p::<S, 10>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
+        20 => half_step_p::<S, 20>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
+        _ => half_step_general::<S>(p, a.0, a.1, a.2, a.3, a.4, a.5, a.7, a.9),
     }
 }
 
@@ -248,8 +324,15 @@ fn half_step_p<S: Simd, const P: usize>(
     block: usize,
     scratch: &mut Vec<V>,
     cursor: &mut Vec<usize>,
+    solved: &mut Solved<'_, '_>,
 ) {
     let rows = out.len() / P;
+    let ratings = RowRatings {
+        ptr,
+        idx,
+        values,
+        other,
+    };
     let other_rows = other.len() / P;
     let per = P * P + P;
     let zero = V::splat(0.0);
@@ -275,12 +358,13 @@ fn half_step_p<S: Simd, const P: usize>(
             }
             start = end as usize;
         }
-        finish_all::<S, P>(lambda, systems, out, |n| n);
+        finish_all::<S, P>(lambda, systems, out, |n| n, &ratings, solved);
         for i in 0..rows {
             let rg = ptr[i]..ptr[i + 1];
             if super::single::uses_dual(rg.len(), P) {
                 let o = &mut out[i * P..(i + 1) * P];
                 solve_dual::<S>(P, lambda, &idx[rg.clone()], &values[rg], other, o, dual);
+                hand_over::<S>(P, i, out, &ratings, solved);
             }
         }
     } else {
@@ -297,6 +381,7 @@ fn half_step_p<S: Simd, const P: usize>(
             if super::single::uses_dual(rg.len(), P) {
                 let o = &mut out[i * P..(i + 1) * P];
                 solve_dual::<S>(P, lambda, &idx[rg.clone()], &values[rg], other, o, dual);
+                hand_over::<S>(P, i, out, &ratings, solved);
                 continue;
             }
             let (g, b) = system::<P>(&mut systems[nb * per..(nb + 1) * per]);
@@ -305,24 +390,27 @@ fn half_step_p<S: Simd, const P: usize>(
             batch[nb] = i;
             nb += 1;
             if nb == NB {
-                finish_all::<S, P>(lambda, systems, out, |n| batch[n]);
+                finish_all::<S, P>(lambda, systems, out, |n| batch[n], &ratings, solved);
                 nb = 0;
             }
         }
-        finish_all::<S, P>(lambda, &mut systems[..nb * per], out, |n| batch[n]);
+        let systems = &mut systems[..nb * per];
+        finish_all::<S, P>(lambda, systems, out, |n| batch[n], &ratings, solved);
     }
 }
 
 /// Adds λ to the diagonals of the systems in `sys` (laid out as by
 /// [`system`]) and solves them, [`NB`] side by side while that many remain,
 /// then one by one; system `n`'s solution goes to row `row_of(n)` of `out`
-/// (`out[r·P..(r+1)·P]`).
+/// (`out[r·P..(r+1)·P]`), then to `solved` ([`hand_over`]).
 #[inline(always)]
 fn finish_all<S: Simd, const P: usize>(
     lambda: f64,
     sys: &mut [V],
     out: &mut [V],
     row_of: impl Fn(usize) -> usize,
+    ratings: &RowRatings<'_>,
+    solved: &mut Solved<'_, '_>,
 ) {
     let per = P * P + P;
     let lam = S::splat(lambda);
@@ -339,6 +427,7 @@ fn finish_all<S: Simd, const P: usize>(
         for (n, s) in group.chunks_exact(per).enumerate() {
             let r = row_of(k * NB + n);
             out[r * P..(r + 1) * P].copy_from_slice(&s[P * P..]);
+            hand_over::<S>(P, r, out, ratings, solved);
         }
     }
     for (n, s) in rest.chunks_exact_mut(per).enumerate() {
@@ -346,6 +435,7 @@ fn finish_all<S: Simd, const P: usize>(
         cholesky_solve_p::<S, P>(g, b);
         let r = row_of(full + n);
         out[r * P..(r + 1) * P].copy_from_slice(b);
+        hand_over::<S>(P, r, out, ratings, solved);
     }
 }
 
@@ -368,27 +458,69 @@ fn solve_dual<S: Simd>(
     let x = |a: usize| &other[idx[a] as usize * p..(idx[a] as usize + 1) * p];
     for a in 0..n {
         let xa = x(a);
-        for b in a..n {
-            let xb = x(b);
-            let mut acc = S::splat(-0.0);
-            for s in 0..p {
-                acc = S::fma(S::load(&xa[s]), S::load(&xb[s]), acc);
+        // Up to four entries of the row at a time: independent chains.
+        let mut b = a;
+        while b < n {
+            let count = (n - b).min(4);
+            let acc = match count {
+                4 => dual_dots::<S, 4>(p, xa, b, &x),
+                3 => pad::<S, 3>(dual_dots::<S, 3>(p, xa, b, &x)),
+                2 => pad::<S, 2>(dual_dots::<S, 2>(p, xa, b, &x)),
+                _ => pad::<S, 1>(dual_dots::<S, 1>(p, xa, b, &x)),
+            };
+            for (c, mut acc) in acc.into_iter().take(count).enumerate() {
+                if b + c == a {
+                    acc = S::add(acc, S::splat(lambda));
+                }
+                S::store(acc, &mut gram[a * n + b + c]);
             }
-            if b == a {
-                acc = S::add(acc, S::splat(lambda));
-            }
-            S::store(acc, &mut gram[a * n + b]);
+            b += count;
         }
         S::store(S::splat(values[a] as f64), &mut rhs[a]);
     }
     cholesky_solve::<S>(n, gram, rhs);
-    for (s, o) in out.iter_mut().enumerate() {
-        let mut acc = S::splat(-0.0);
-        for (a, z) in rhs.iter().enumerate() {
-            acc = S::fma(S::load(z), S::load(&x(a)[s]), acc);
-        }
-        S::store(acc, o);
+    // out_s = Σ_a z_a x_as, each a chain from −0 in a order; the rows of
+    // X are taken one at a time, the p chains kept in `out`.
+    for o in out.iter_mut() {
+        *o = V::splat(-0.0);
     }
+    for (a, z) in rhs.iter().enumerate() {
+        let (z, xa) = (S::load(z), x(a));
+        for (o, xas) in out.iter_mut().zip(xa) {
+            S::store(S::fma(z, S::load(xas), S::load(o)), o);
+        }
+    }
+}
+
+/// The dot products of `xa` with rows `b..b + C` of the dual system (each
+/// a chain over the factors from −0), side by side.
+#[inline(always)]
+fn dual_dots<'a, S: Simd, const C: usize>(
+    p: usize,
+    xa: &[V],
+    b: usize,
+    x: &impl Fn(usize) -> &'a [V],
+) -> [S::R; C] {
+    let mut xb: [&[V]; C] = [&[]; C];
+    for (c, r) in xb.iter_mut().enumerate() {
+        *r = x(b + c);
+    }
+    let mut acc = [S::splat(-0.0); C];
+    for s in 0..p {
+        let xs = S::load(&xa[s]);
+        for c in 0..C {
+            acc[c] = S::fma(xs, S::load(&xb[c][s]), acc[c]);
+        }
+    }
+    acc
+}
+
+/// `acc` in the first entries of four (the rest −0).
+#[inline(always)]
+fn pad<S: Simd, const C: usize>(acc: [S::R; C]) -> [S::R; 4] {
+    let mut out = [S::splat(-0.0); 4];
+    out[..C].copy_from_slice(&acc);
+    out
 }
 
 /// One row's normal equations in a scratch slice of `P² + P` entries: the
@@ -417,17 +549,26 @@ fn half_step_general<S: Simd>(
     other: &[V],
     out: &mut [V],
     scratch: &mut Vec<V>,
+    solved: &mut Solved<'_, '_>,
 ) {
     scratch.clear();
     scratch.resize(p * p + p, V::splat(0.0));
     let (gram, rhs) = scratch.split_at_mut(p * p);
     let lam = S::splat(lambda);
-    for (i, row_out) in out.chunks_exact_mut(p).enumerate() {
+    let ratings = RowRatings {
+        ptr,
+        idx,
+        values,
+        other,
+    };
+    for i in 0..out.len() / p {
+        let row_out = &mut out[i * p..(i + 1) * p];
         let rg = ptr[i]..ptr[i + 1];
         let (idx, values) = (&idx[rg.clone()], &values[rg]);
         if super::single::uses_dual(idx.len(), p) {
             // n² + n < p² entries: the Gram scratch holds the dual system.
             solve_dual::<S>(p, lambda, idx, values, other, row_out, gram);
+            hand_over::<S>(p, i, out, &ratings, solved);
             continue;
         }
         for s in 0..p {
@@ -461,152 +602,14 @@ fn half_step_general<S: Simd>(
         }
         cholesky_solve::<S>(p, gram, rhs);
         row_out.copy_from_slice(rhs);
-    }
-}
-
-/// Where each rating of the user-ordered lists sits in the item-ordered
-/// ones, for [`squared_error_by_item`].
-pub(crate) struct ItemOrder {
-    /// `pos[k]`: the item-order position of user-order rating `k`.
-    pos: Vec<u32>,
-    /// `item[q]`: the item of item-order rating `q`.
-    item: Vec<u32>,
-}
-
-impl ItemOrder {
-    /// The map between `user_*` and `item_*` (both lists of the same
-    /// ratings, each ascending within its user or item), or `None` when a
-    /// rating of one has no counterpart of the same value at the expected
-    /// place in the other (then [`squared_error`] is used instead), or when
-    /// positions do not fit `u32`.
-    pub(crate) fn new(
-        user_ptr: &[usize],
-        user_items: &[u32],
-        user_values: &[f32],
-        item_ptr: &[usize],
-        item_users: &[u32],
-        item_values: &[f32],
-    ) -> Option<ItemOrder> {
-        let len = user_items.len();
-        if item_users.len() != len || u32::try_from(len).is_err() {
-            return None;
-        }
-        let users = user_ptr.len().checked_sub(1)?;
-        let mut cursor = user_ptr[..users].to_vec();
-        let mut pos = vec![u32::MAX; len];
-        let mut item = vec![0u32; len];
-        for j in 0..item_ptr.len().saturating_sub(1) {
-            for q in item_ptr[j]..item_ptr[j + 1] {
-                let i = item_users[q] as usize;
-                let k = *cursor.get(i)?;
-                if k >= user_ptr[i + 1]
-                    || user_items[k] as usize != j
-                    || user_values[k].to_bits() != item_values[q].to_bits()
-                {
-                    return None;
-                }
-                cursor[i] += 1;
-                pos[k] = q as u32;
-                item[q] = j as u32;
-            }
-        }
-        pos.iter()
-            .all(|&q| q != u32::MAX)
-            .then_some(ItemOrder { pos, item })
+        hand_over::<S>(p, i, out, &ratings, solved);
     }
 }
 
 lane_kernel! {
-    /// [`squared_error`] with the same bits, its dot products formed in item
-    /// order: each item's column of R is read once, in sequence, and the
-    /// rows of L (the smaller side) are gathered instead, while the
-    /// residuals go to `resid` (item order); they are then squared and
-    /// summed user by user in index order, as [`squared_error`] sums them.
-    pub fn squared_error_by_item, squared_error_by_item_at(
-        p: usize,
-        user_ptr: &[usize],
-        item_values: &[f32],
-        item_users: &[u32],
-        order: &ItemOrder,
-        l: &[V],
-        r: &[V],
-        resid: &mut Vec<V>,
-    ) -> V = squared_error_by_item_body;
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn squared_error_by_item_body<S: Simd>(
-    p: usize,
-    user_ptr: &[usize],
-    item_values: &[f32],
-    item_users: &[u32],
-    order: &ItemOrder,
-    l: &[V],
-    r: &[V],
-    resid: &mut Vec<V>,
-) -> V {
-    by_item_residuals::<S>(p, item_values, item_users, order, l, r, resid);
-    let mut total = S::splat(0.0);
-    for i in 0..user_ptr.len() - 1 {
-        let mut user = S::splat(0.0);
-        for &q in &order.pos[user_ptr[i]..user_ptr[i + 1]] {
-            let d = S::load(&resid[q as usize]);
-            user = S::fma(d, d, user);
-        }
-        total = S::add(total, user);
-    }
-    let mut out = V::splat(0.0);
-    S::store(total, &mut out);
-    out
-}
-
-/// `resid[q] ← a_q − l_i·r_j` for every rating `q` (item order), each dot
-/// product a chain over the factors from −0 as [`add_squared_residuals`]
-/// forms it (`l_it · r_jt`, the product commutes exactly), eight ratings'
-/// chains side by side.
-#[inline(always)]
-fn by_item_residuals<S: Simd>(
-    p: usize,
-    item_values: &[f32],
-    item_users: &[u32],
-    order: &ItemOrder,
-    l: &[V],
-    r: &[V],
-    resid: &mut Vec<V>,
-) {
-    const Q: usize = 8;
-    let len = item_users.len();
-    resid.resize(len, V::splat(0.0));
-    let mut q0 = 0;
-    while q0 < len {
-        let n = Q.min(len - q0);
-        let mut lrows: [&[V]; Q] = [&[]; Q];
-        let mut rrows: [&[V]; Q] = [&[]; Q];
-        for q in 0..Q {
-            // A last group of fewer repeats its first rating.
-            let at = q0 + if q < n { q } else { 0 };
-            let (i, j) = (item_users[at] as usize, order.item[at] as usize);
-            lrows[q] = &l[i * p..(i + 1) * p];
-            rrows[q] = &r[j * p..(j + 1) * p];
-        }
-        let mut dots = [S::splat(-0.0); Q];
-        for t in 0..p {
-            for q in 0..Q {
-                dots[q] = S::fma(S::load(&lrows[q][t]), S::load(&rrows[q][t]), dots[q]);
-            }
-        }
-        for q in 0..n {
-            let a = S::splat(item_values[q0 + q] as f64);
-            S::store(S::sub(a, dots[q]), &mut resid[q0 + q]);
-        }
-        q0 += n;
-    }
-}
-
-lane_kernel! {
-    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² per lane, summed user by user in index
-    /// order exactly as [`super::single::squared_error`] sums one trial.
+    /// Σ_{(i,j)∈Ω} (A_ij − l_i·r_j)² per lane, summed row by row of `l` in
+    /// index order exactly as [`super::single::squared_error`] sums one
+    /// trial (either side can be `l`: the ratings by row of that side).
     pub fn squared_error, squared_error_at(
         p: usize,
         ptr: &[usize],
@@ -667,7 +670,7 @@ fn squared_error_general<S: Simd>(
 }
 
 /// `user` plus `(a − l·r_j)²` for the ratings `idx`/`values` in order
-/// (`li`: the user's row of L), each dot product a chain over the factors
+/// (`li`: the row's factors), each dot product a chain over the factors
 /// from −0 as [`super::single::dot`] forms it.
 #[inline(always)]
 fn add_squared_residuals<S: Simd>(
@@ -678,27 +681,52 @@ fn add_squared_residuals<S: Simd>(
     r: &[V],
     mut user: S::R,
 ) -> S::R {
-    /// Ratings whose dot products are formed side by side (independent
-    /// chains); their squared residuals are then added in order. A last
-    /// group of fewer repeats its first row in the unused slots and adds
-    /// only its own.
-    const Q: usize = 8;
-    for (ks, vs) in idx.chunks(Q).zip(values.chunks(Q)) {
-        let rows: [&[V]; Q] = std::array::from_fn(|q| {
-            let k = ks.get(q).copied().unwrap_or(ks[0]) as usize;
-            &r[k * p..(k + 1) * p]
-        });
-        let mut dots = [S::splat(-0.0); Q];
-        for t in 0..p {
-            let lt = S::load(&li[t]);
-            for q in 0..Q {
-                dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
-            }
+    // Eight ratings' dot products side by side (independent chains), then
+    // what remains four, two and one at a time (most MovieLens movies have
+    // only a few ratings); their squared residuals are added in order.
+    let mut at = 0;
+    while idx.len() - at >= 8 {
+        user = add_group::<S, 8>(p, li, &idx[at..at + 8], &values[at..at + 8], r, user);
+        at += 8;
+    }
+    if idx.len() - at >= 4 {
+        user = add_group::<S, 4>(p, li, &idx[at..at + 4], &values[at..at + 4], r, user);
+        at += 4;
+    }
+    if idx.len() - at >= 2 {
+        user = add_group::<S, 2>(p, li, &idx[at..at + 2], &values[at..at + 2], r, user);
+        at += 2;
+    }
+    if at < idx.len() {
+        user = add_group::<S, 1>(p, li, &idx[at..], &values[at..], r, user);
+    }
+    user
+}
+
+/// [`add_squared_residuals`] for exactly `Q` ratings.
+#[inline(always)]
+fn add_group<S: Simd, const Q: usize>(
+    p: usize,
+    li: &[V],
+    idx: &[u32],
+    values: &[f32],
+    r: &[V],
+    mut user: S::R,
+) -> S::R {
+    let rows: [&[V]; Q] = std::array::from_fn(|q| {
+        let k = idx[q] as usize;
+        &r[k * p..(k + 1) * p]
+    });
+    let mut dots = [S::splat(-0.0); Q];
+    for t in 0..p {
+        let lt = S::load(&li[t]);
+        for q in 0..Q {
+            dots[q] = S::fma(lt, S::load(&rows[q][t]), dots[q]);
         }
-        for (q, &a) in vs.iter().enumerate() {
-            let d = S::sub(S::splat(a as f64), dots[q]);
-            user = S::fma(d, d, user);
-        }
+    }
+    for q in 0..Q {
+        let d = S::sub(S::splat(values[q] as f64), dots[q]);
+        user = S::fma(d, d, user);
     }
     user
 }

@@ -165,28 +165,36 @@ pub(super) mod x86 {
             // 128-bit quarters, then quarters, then halves.
             // SAFETY: as above; every `V` is 64 aligned.
             unsafe {
-                let r: [__m512d; W] = std::array::from_fn(|k| _mm512_load_pd(m[k].0.as_ptr()));
-                let a: [__m512d; W] = std::array::from_fn(|k| {
+                // (Plain loops, not `std::array::from_fn`: a closure is
+                // compiled without the target features, and where it is not
+                // inlined its intrinsics become calls.)
+                let mut r = [_mm512_setzero_pd(); W];
+                for k in 0..W {
+                    r[k] = _mm512_load_pd(m[k].0.as_ptr());
+                }
+                let mut a = [_mm512_setzero_pd(); W];
+                for k in 0..W {
                     let (x, y) = (r[k / 2 * 2], r[k / 2 * 2 + 1]);
-                    if k % 2 == 0 {
+                    a[k] = if k % 2 == 0 {
                         _mm512_unpacklo_pd(x, y)
                     } else {
                         _mm512_unpackhi_pd(x, y)
-                    }
-                });
+                    };
+                }
                 // b[0]: columns 0 and 4 of rows 0..4, b[1]: 2 and 6, b[2]: 1
                 // and 5, b[3]: 3 and 7; b[4..8] the same of rows 4..8.
                 let lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
                 let hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-                let b: [__m512d; W] = std::array::from_fn(|k| {
+                let mut b = [_mm512_setzero_pd(); W];
+                for k in 0..W {
                     let base = k / 4 * 4;
                     let (x, y) = (a[base + (k % 4) / 2], a[base + 2 + (k % 4) / 2]);
-                    if k % 2 == 0 {
+                    b[k] = if k % 2 == 0 {
                         _mm512_permutex2var_pd(x, lo, y)
                     } else {
                         _mm512_permutex2var_pd(x, hi, y)
-                    }
-                });
+                    };
+                }
                 // Column c: b[j] with its pair b[j + 4], low halves for c < 4.
                 let source = [0, 2, 1, 3];
                 let mut out = [V([0.0; W]); W];
