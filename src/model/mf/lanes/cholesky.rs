@@ -40,7 +40,11 @@ pub(super) fn cholesky_solve_p<S: Simd, const P: usize>(g: &mut [[V; P]; P], b: 
             c0 += cs;
         }
     }
-    let mut x: [S::R; P] = std::array::from_fn(|s| S::load(&b[s]));
+    // (Plain loops, not `std::array::from_fn`: see `cholesky_solve_many`.)
+    let mut x = [S::splat(0.0); P];
+    for s in 0..P {
+        x[s] = S::load(&b[s]);
+    }
     // Uᵀ y = b: y_j = b_j / U_jj, then b_i −= U_ji · y_j for i > j.
     for j in 0..P {
         let y = S::div(x[j], S::load(&g[j][j]));
@@ -72,7 +76,10 @@ fn chol_block_p<S: Simd, const P: usize, const CS: usize>(
     inv: S::R,
 ) -> S::R {
     let row: &[V; CS] = g[j][c0..c0 + CS].try_into().expect("CS entries");
-    let mut t: [S::R; CS] = std::array::from_fn(|c| S::load(&row[c]));
+    let mut t = [S::splat(0.0); CS];
+    for c in 0..CS {
+        t[c] = S::load(&row[c]);
+    }
     for gk in &g[..j] {
         let f = S::load(&gk[j]);
         let u: &[V; CS] = gk[c0..c0 + CS].try_into().expect("CS entries");

@@ -41,22 +41,27 @@ pub(super) fn accumulate_p<S: Simd, const P: usize>(
     if P <= 5 && S::REGS >= 32 {
         // Every accumulator fits in registers: one pass over the ratings
         // (the tiles below sum each entry in the same order).
-        let mut acc: [[S::R; P]; P] = std::array::from_fn(|s| {
-            std::array::from_fn(|t| {
-                if t >= s && !fresh {
-                    S::load(&g[s][t])
-                } else {
-                    S::splat(0.0)
+        // (Plain loops, not `std::array::from_fn`: a closure is compiled
+        // without the kernel's target features, and where it is not inlined
+        // its intrinsics become calls.)
+        let mut acc = [[S::splat(0.0); P]; P];
+        let mut rb = [S::splat(0.0); P];
+        if !fresh {
+            for s in 0..P {
+                for t in s..P {
+                    acc[s][t] = S::load(&g[s][t]);
                 }
-            })
-        });
-        let mut rb: [S::R; P] =
-            std::array::from_fn(|s| if fresh { S::splat(0.0) } else { S::load(&b[s]) });
+                rb[s] = S::load(&b[s]);
+            }
+        }
         for (&k, &a) in idx.iter().zip(values) {
-            let x: &[V; P] = other[k as usize * P..(k as usize + 1) * P]
+            let row: &[V; P] = other[k as usize * P..(k as usize + 1) * P]
                 .try_into()
                 .expect("P entries");
-            let x: [S::R; P] = std::array::from_fn(|s| S::load(&x[s]));
+            let mut x = [S::splat(0.0); P];
+            for s in 0..P {
+                x[s] = S::load(&row[s]);
+            }
             let a = S::splat(a as f64);
             for s in 0..P {
                 rb[s] = S::fma(a, x[s], rb[s]);
@@ -203,10 +208,18 @@ fn tile<S: Simd, X: Row, const RS: usize, const CS: usize, const DIAG: bool>(
     }
     for x in rows {
         let x = x.as_ref();
-        let xs: &[V; RS] = x[s0..s0 + RS].try_into().expect("RS entries");
-        let xt: &[V; CS] = x[t0..t0 + CS].try_into().expect("CS entries");
-        let xs: [S::R; RS] = std::array::from_fn(|a| S::load(&xs[a]));
-        let xt: [S::R; CS] = std::array::from_fn(|b| S::load(&xt[b]));
+        let (rs, rt): (&[V; RS], &[V; CS]) = (
+            x[s0..s0 + RS].try_into().expect("RS entries"),
+            x[t0..t0 + CS].try_into().expect("CS entries"),
+        );
+        // (Plain loops: see `accumulate_p`.)
+        let (mut xs, mut xt) = ([S::splat(0.0); RS], [S::splat(0.0); CS]);
+        for a in 0..RS {
+            xs[a] = S::load(&rs[a]);
+        }
+        for b in 0..CS {
+            xt[b] = S::load(&rt[b]);
+        }
         for a in 0..RS {
             for b in 0..CS {
                 if !DIAG || b >= a {
