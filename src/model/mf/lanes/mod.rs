@@ -278,14 +278,17 @@ fn half_step_body<S: Simd>(
     }
     // The factor counts of the bundled scenarios get code compiled for their
     // p (the same operations in the same order as the general code).
-    let a = (
-        lambda, ptr, idx, values, other, out, block, scratch, cursor, solved,
-    );
     match p {
-        5 => half_step_p::<S, 5>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
-        10 => half_step_p::<S, 10>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
-        20 => half_step_p::<S, 20>(a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, a.8, a.9),
-        _ => half_step_general::<S>(p, a.0, a.1, a.2, a.3, a.4, a.5, a.7, a.9),
+        5 => half_step_p::<S, 5>(
+            lambda, ptr, idx, values, other, out, block, scratch, cursor, solved,
+        ),
+        10 => half_step_p::<S, 10>(
+            lambda, ptr, idx, values, other, out, block, scratch, cursor, solved,
+        ),
+        20 => half_step_p::<S, 20>(
+            lambda, ptr, idx, values, other, out, block, scratch, cursor, solved,
+        ),
+        _ => half_step_general::<S>(p, lambda, ptr, idx, values, other, out, scratch, solved),
     }
 }
 
