@@ -209,6 +209,11 @@ pub struct ReproduceArgs {
     /// how many settings each claim holds. Shards and merges like any run.
     #[arg(long)]
     pub(crate) robustness: bool,
+    /// With --robustness, only reading N of each panel (repeatable): 0 is
+    /// the panel as bundled, 1, 2, … its `[[robustness]]` tables in order
+    /// (e.g. the CNN panels' loss on fixed images). Default: every reading.
+    #[arg(long, value_name = "N", requires = "robustness")]
+    pub(crate) reading: Vec<usize>,
     /// Print what every scenario of this reproduction (or of its robustness
     /// study) will cost on this machine (units, setup, trial CPU seconds,
     /// estimated wall time, memory) and the total, without running it.

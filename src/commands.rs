@@ -230,6 +230,7 @@ fn reproduce(args: ReproduceArgs) -> Result<()> {
         merge: args.merge,
         share_across: !args.no_share_across,
         robustness: args.robustness,
+        readings: args.reading,
     };
     let quiet = args.quiet;
     // Scenarios may run two at a time: their bars share the terminal.

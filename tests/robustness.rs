@@ -197,3 +197,34 @@ fn a_study_is_planned_without_running_it() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--shard"), "{}", stderr(&o));
 }
+
+/// `--reading N` keeps only that reading of each panel: a reading no
+/// selected panel has is refused before anything is written, and the flag
+/// means nothing without `--robustness`.
+#[test]
+fn a_reading_no_panel_has_is_refused() {
+    let dir = tmpdir("robustness-reading");
+    let o = scarsim(
+        &dir,
+        &[&STUDY[..], &["--out", "x", "--plan", "--reading", "1"]].concat(),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--reading 1"), "{}", stderr(&o));
+    let o = scarsim(
+        &dir,
+        &[&STUDY[..], &["--out", "x", "--plan", "--reading", "0"]].concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("total: 24 scenario(s)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = scarsim(
+        &dir,
+        &["reproduce", "--quick", "--reading", "0", "--out", "x"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--robustness"), "{}", stderr(&o));
+    assert!(!dir.join("x").exists(), "nothing written");
+}

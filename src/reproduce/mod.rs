@@ -140,6 +140,9 @@ pub(crate) struct ReproduceOptions {
     /// Run the robustness study ([`robustness`]) of the selected scenarios
     /// instead of the scenarios as written.
     pub(crate) robustness: bool,
+    /// With `robustness`, only these readings of each panel (0: as bundled;
+    /// `i`: its `i`-th `[[robustness]]` table); every reading when empty.
+    pub(crate) readings: Vec<usize>,
 }
 
 impl ReproduceOptions {
@@ -161,6 +164,9 @@ impl ReproduceOptions {
         let mut s = String::from("scarsim reproduce");
         if self.robustness {
             s.push_str(" --robustness");
+            for r in &self.readings {
+                write!(s, " --reading {r}").expect("write to String");
+            }
         }
         if self.quick {
             s.push_str(" --quick");
@@ -382,7 +388,7 @@ fn jobs(
     if !opts.robustness {
         return Ok((names.iter().map(|n| Job::bundled(n)).collect(), None));
     }
-    let study = robustness::Study::of(&names)?;
+    let study = robustness::Study::of_readings(&names, &opts.readings)?;
     for name in &study.skipped {
         log(&format!(
             "{name}: not a panel of SCAR Figure 6 or 7; --robustness leaves it out"

@@ -20,6 +20,7 @@ fn quick_defaults_and_overrides() {
         merge: Vec::new(),
         share_across: true,
         robustness: false,
+        readings: Vec::new(),
     };
     assert_eq!(o.trials(), Some(QUICK_TRIALS));
     assert_eq!(o.scale(), QUICK_SCALE);

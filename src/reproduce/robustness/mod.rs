@@ -225,7 +225,16 @@ fn variant_text(
 impl Study {
     /// The study of the selected bundled scenarios: those that are panels of
     /// SCAR Figures 6 and 7. An error when none is.
+    #[cfg(test)]
     pub(crate) fn of(names: &[&'static str]) -> Result<Study> {
+        Study::of_readings(names, &[])
+    }
+
+    /// [`Study::of`] under only the readings `readings` (`--reading`; 0: the
+    /// panel as bundled, `i`: its `i`-th `[[robustness]]` table; every
+    /// reading when empty). A panel without reading `i` runs none of its
+    /// variants under it; an error when no selected panel has it.
+    pub(crate) fn of_readings(names: &[&'static str], readings: &[usize]) -> Result<Study> {
         let mut panels = Vec::new();
         let mut skipped = Vec::new();
         for &base in names {
@@ -240,6 +249,9 @@ impl Study {
                 .collect();
             let mut variants = Vec::new();
             for (reading, alternative) in alternatives.iter().enumerate() {
+                if !readings.is_empty() && !readings.contains(&reading) {
+                    continue;
+                }
                 for setting in Setting::all() {
                     let name = match reading {
                         0 => format!("{base}.{}", setting.tag(interval)),
@@ -273,6 +285,16 @@ impl Study {
                  (a recovery scenario sweeping lost_fraction or checkpoint_fraction); \
                  e.g. --only scar-partial-mlr-mnist"
             );
+        }
+        for &r in readings {
+            if !panels.iter().any(|p| r <= p.readings.len()) {
+                let most = panels.iter().map(|p| p.readings.len()).max().unwrap_or(0);
+                bail!(
+                    "--reading {r}: no selected panel has that reading (0 is each panel as \
+                     bundled, 1..={most} its `[[robustness]]` tables in order, as in the \
+                     panel's scenario file)"
+                );
+            }
         }
         Ok(Study { panels, skipped })
     }

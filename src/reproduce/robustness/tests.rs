@@ -66,3 +66,27 @@ fn scenarios_without_claims_are_refused() {
     let e = Study::of(&["dutta-runtime-exp"]).err().unwrap();
     assert!(format!("{e:#}").contains("Figure 6 or 7"), "{e:#}");
 }
+
+#[test]
+fn a_study_runs_only_the_readings_asked_for() {
+    let names = ["scar-partial-mf-movielens", "scar-partial-mlr-mnist"];
+    let bundled = Study::of_readings(&names, &[0]).unwrap();
+    assert_eq!(bundled.jobs().len(), 48);
+    assert!(bundled.jobs().iter().all(|j| !j.name.contains(".r1.")));
+    let first = Study::of_readings(&names, &[1]).unwrap();
+    // The MLR panel has no reading 1: only MovieLens' λ = 1 variants run.
+    let jobs = first.jobs();
+    assert_eq!(jobs.len(), 24);
+    assert!(
+        jobs.iter()
+            .all(|j| j.name.starts_with("scar-partial-mf-movielens.r1."))
+    );
+    assert_eq!(
+        Study::of_readings(&names, &[0, 1]).unwrap().jobs().len(),
+        Study::of(&names).unwrap().jobs().len()
+    );
+    let e = Study::of_readings(&["scar-partial-mlr-mnist"], &[1])
+        .err()
+        .unwrap();
+    assert!(format!("{e:#}").contains("--reading 1"), "{e:#}");
+}
