@@ -233,7 +233,8 @@ impl Study {
     /// [`Study::of`] under only the readings `readings` (`--reading`; 0: the
     /// panel as bundled, `i`: its `i`-th `[[robustness]]` table; every
     /// reading when empty). A panel without reading `i` runs none of its
-    /// variants under it; an error when no selected panel has it.
+    /// variants under it; an error when no selected panel has it, or when
+    /// a reading is given twice.
     pub(crate) fn of_readings(names: &[&'static str], readings: &[usize]) -> Result<Study> {
         let mut panels = Vec::new();
         let mut skipped = Vec::new();
@@ -286,7 +287,10 @@ impl Study {
                  e.g. --only scar-partial-mlr-mnist"
             );
         }
-        for &r in readings {
+        for (i, &r) in readings.iter().enumerate() {
+            if readings[..i].contains(&r) {
+                bail!("--reading {r} is given twice");
+            }
             if !panels.iter().any(|p| r <= p.readings.len()) {
                 let most = panels.iter().map(|p| p.readings.len()).max().unwrap_or(0);
                 bail!(

@@ -89,4 +89,6 @@ fn a_study_runs_only_the_readings_asked_for() {
         .err()
         .unwrap();
     assert!(format!("{e:#}").contains("--reading 1"), "{e:#}");
+    let e = Study::of_readings(&names, &[0, 0]).err().unwrap();
+    assert!(format!("{e:#}").contains("given twice"), "{e:#}");
 }
