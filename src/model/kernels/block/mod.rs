@@ -490,10 +490,9 @@ fn forward_tile<const L: usize, V: GroupValue>(
             let zp: &mut [f32; L] = unsafe { &mut *z.as_mut_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
                 let mut acc = zp[l];
-                acc = v[0].mul_add(wg[0][l], acc);
-                acc = v[1].mul_add(wg[1][l], acc);
-                acc = v[2].mul_add(wg[2][l], acc);
-                acc = v[3].mul_add(wg[3][l], acc);
+                for q in 0..GROUP {
+                    acc = v[q].mul_add(wg[q][l], acc);
+                }
                 zp[l] = acc;
             }
         }
@@ -689,10 +688,9 @@ fn gradient_tile<const L: usize, V: GroupValue>(
             // and `t0 + L ≤ width`.
             let dp: &[f32; L] = unsafe { &*d.as_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
-                acc[0][l] = v[0].mul_add(dp[l], acc[0][l]);
-                acc[1][l] = v[1].mul_add(dp[l], acc[1][l]);
-                acc[2][l] = v[2].mul_add(dp[l], acc[2][l]);
-                acc[3][l] = v[3].mul_add(dp[l], acc[3][l]);
+                for q in 0..GROUP {
+                    acc[q][l] = v[q].mul_add(dp[l], acc[q][l]);
+                }
             }
         }
         for (q, aq) in acc.iter().enumerate() {
