@@ -21,8 +21,13 @@
 
 use super::Csr;
 
-/// Features per group.
+/// Features per group. The products' inner loops are written out for four
+/// values per entry (a loop over `GROUP` gave the same bits but measured 3%
+/// slower for one trial's width; groups of two, tried through that loop,
+/// are slower in the forward product: docs/PERFORMANCE.md, twenty-second
+/// pass).
 pub(crate) const GROUP: usize = 4;
+const _: () = assert!(GROUP == 4, "the products' loops are written for four");
 /// Rows per chunk (positions within a chunk fit a byte).
 pub(crate) const CHUNK: usize = 64;
 /// The forward product's output columns are processed in tiles of up to
@@ -490,9 +495,10 @@ fn forward_tile<const L: usize, V: GroupValue>(
             let zp: &mut [f32; L] = unsafe { &mut *z.as_mut_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
                 let mut acc = zp[l];
-                for q in 0..GROUP {
-                    acc = v[q].mul_add(wg[q][l], acc);
-                }
+                acc = v[0].mul_add(wg[0][l], acc);
+                acc = v[1].mul_add(wg[1][l], acc);
+                acc = v[2].mul_add(wg[2][l], acc);
+                acc = v[3].mul_add(wg[3][l], acc);
                 zp[l] = acc;
             }
         }
@@ -688,9 +694,10 @@ fn gradient_tile<const L: usize, V: GroupValue>(
             // and `t0 + L ≤ width`.
             let dp: &[f32; L] = unsafe { &*d.as_ptr().add(at).cast::<[f32; L]>() };
             for l in 0..L {
-                for q in 0..GROUP {
-                    acc[q][l] = v[q].mul_add(dp[l], acc[q][l]);
-                }
+                acc[0][l] = v[0].mul_add(dp[l], acc[0][l]);
+                acc[1][l] = v[1].mul_add(dp[l], acc[1][l]);
+                acc[2][l] = v[2].mul_add(dp[l], acc[2][l]);
+                acc[3][l] = v[3].mul_add(dp[l], acc[3][l]);
             }
         }
         for (q, aq) in acc.iter().enumerate() {
