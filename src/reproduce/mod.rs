@@ -50,17 +50,24 @@ pub(crate) fn shard_of(task: Shard, position: usize, units: usize) -> Option<Sha
 /// The bundled scenarios `--only` selects (every one when it is empty), in
 /// the bundled order; an unknown or repeated name is an error.
 pub fn selected_names(only: &[String]) -> Result<Vec<&'static str>> {
-    for (i, n) in only.iter().enumerate() {
-        if !bundled::names().any(|b| b == n) {
-            bail!("--only {n}: no bundled scenario has that name (`scarsim list` shows them)");
-        }
-        if only[..i].contains(n) {
-            bail!("--only {n} is given twice");
-        }
+    if let Some(n) = only.iter().find(|n| !bundled::names().any(|b| b == *n)) {
+        bail!("--only {n}: no bundled scenario has that name (`scarsim list` shows them)");
+    }
+    if let Some(n) = first_repeat(only) {
+        bail!("--only {n} is given twice");
     }
     Ok(bundled::names()
         .filter(|b| only.is_empty() || only.iter().any(|n| n == b))
         .collect())
+}
+
+/// The first element of `xs` that an earlier one equals: a command-line
+/// list given an entry twice (`--only`, `--reading`).
+pub(crate) fn first_repeat<T: PartialEq>(xs: &[T]) -> Option<&T> {
+    xs.iter()
+        .enumerate()
+        .find(|&(i, x)| xs[..i].contains(x))
+        .map(|(_, x)| x)
 }
 
 /// One scenario of a reproduction: a bundled scenario as written or, with

@@ -66,3 +66,13 @@ fn links_are_relative() {
         "a/figure.png"
     );
 }
+
+#[test]
+fn first_repeat_names_the_second_occurrence_of_the_earliest_repeat() {
+    assert_eq!(first_repeat::<u32>(&[]), None);
+    assert_eq!(first_repeat(&[1, 2, 3]), None);
+    assert_eq!(first_repeat(&[1, 2, 2, 1]), Some(&2));
+    assert_eq!(first_repeat(&[3, 1, 3]), Some(&3));
+    let only = ["a".to_string(), "b".to_string(), "a".to_string()];
+    assert_eq!(first_repeat(&only).map(String::as_str), Some("a"));
+}

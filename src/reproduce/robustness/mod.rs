@@ -287,10 +287,10 @@ impl Study {
                  e.g. --only scar-partial-mlr-mnist"
             );
         }
-        for (i, &r) in readings.iter().enumerate() {
-            if readings[..i].contains(&r) {
-                bail!("--reading {r} is given twice");
-            }
+        if let Some(r) = super::first_repeat(readings) {
+            bail!("--reading {r} is given twice");
+        }
+        for &r in readings {
             if !panels.iter().any(|p| r <= p.readings.len()) {
                 let most = panels.iter().map(|p| p.readings.len()).max().unwrap_or(0);
                 bail!(
