@@ -265,7 +265,8 @@ impl HotKernel for Sgd {
     fn describe(&self) -> String {
         format!(
             "one worker's gradient on a {SGD_BATCH}-example minibatch (sparse rows, logits then \
-             the outer products), as in the protocol runs; flops count the non-zeros only"
+             the outer products), folded into the PS's sum as in the protocol runs; flops count \
+             the non-zeros only"
         )
     }
     fn prepare(&self, ctx: &BenchContext) -> Result<Box<dyn Prepared>> {
@@ -293,6 +294,7 @@ impl HotKernel for Sgd {
         Ok(Box::new(SgdRun {
             ws: model.workspace(),
             g: vec![0.0; model.dim()],
+            sum: vec![0.0; model.dim()],
             model,
             w,
             next: 0,
@@ -306,6 +308,7 @@ struct SgdRun {
     ws: crate::model::mlr::gradient::MlrGradientWorkspace,
     w: Vec<f32>,
     g: Vec<f32>,
+    sum: Vec<f32>,
     next: u64,
     nnz_per_row: f64,
 }
@@ -319,10 +322,19 @@ impl Prepared for SgdRun {
                 index: self.next,
             };
             self.next += 1;
-            self.model
-                .gradient(&self.w, draw, &mut self.g, &mut self.ws);
+            // Folded into the PS's sum, as the protocol runs do
+            // (`Training::push`).
+            self.model.add_gradient(
+                &self.w,
+                draw,
+                1e-5,
+                &mut self.sum,
+                &mut self.g,
+                &mut self.ws,
+                false,
+            );
         }
-        std::hint::black_box(&self.g);
+        std::hint::black_box(&self.sum);
         let examples = (SGD_REPEAT * SGD_BATCH) as f64;
         Work {
             units: examples,

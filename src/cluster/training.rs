@@ -18,6 +18,8 @@
 //! ([`GradientModel::gradient_and_loss`]), which the rule watches; the
 //! handler then chooses K ([`Handler::k_override`]).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::adaptive::{PlateauRule, PlateauState, Switch};
@@ -81,10 +83,17 @@ pub struct Training<'a, M: GradientModel> {
     model: &'a M,
     ws: &'a mut M::Workspace,
     setup: TrainingSetup<'a>,
-    params: Vec<f32>,
-    held: Vec<Vec<f32>>,
+    /// The PS parameters: each version is written once, into a buffer of
+    /// its own, and shared with the workers that pull it (a pull copies
+    /// nothing).
+    params: Arc<Vec<f32>>,
+    /// The version each worker pulled last.
+    held: Vec<Arc<Vec<f32>>>,
+    /// Buffers of versions no one holds any more, for the next updates.
+    free: Vec<Vec<f32>>,
     /// Σ η_l g_l of the gradients pushed since the last update.
     sum: Vec<f32>,
+    /// Scratch of [`GradientModel::add_gradient`].
     grad: Vec<f32>,
     rates: Vec<f64>,
     distances2: Vec<f64>,
@@ -120,14 +129,15 @@ impl<'a, M: GradientModel> Training<'a, M> {
         workers: usize,
         setup: TrainingSetup<'a>,
     ) -> Self {
-        let params = model.init_params();
+        let params = Arc::new(model.init_params());
         let dim = params.len();
         let buckets = setup.staleness_buckets.max(1);
         Training {
             model,
             ws,
-            held: vec![params.clone(); workers],
+            held: vec![Arc::clone(&params); workers],
             params,
+            free: Vec::new(),
             sum: vec![0.0; dim],
             grad: vec![0.0; dim],
             rates: Vec::new(),
@@ -151,7 +161,14 @@ impl<'a, M: GradientModel> Training<'a, M> {
     /// The PS parameters.
     #[cfg(test)]
     pub(crate) fn params(&self) -> &[f32] {
-        &self.params
+        &self.params[..]
+    }
+
+    /// Keeps a version's buffer for reuse once nothing holds it.
+    fn recycle(&mut self, version: Arc<Vec<f32>>) {
+        if let Ok(buffer) = Arc::try_unwrap(version) {
+            self.free.push(buffer);
+        }
     }
 
     /// Time of the last update (0 if none).
@@ -180,7 +197,7 @@ impl<'a, M: GradientModel> Training<'a, M> {
             let loss = if reuse {
                 *self.grid_loss.last().expect("a previous grid value")
             } else {
-                self.model.loss(&self.params, self.ws)
+                self.model.loss(&self.params[..], self.ws)
             };
             self.grid_loss.push(loss);
             self.grid_updates.push(self.updates);
@@ -199,24 +216,16 @@ impl<M: GradientModel> Handler for Training<'_, M> {
     }
 
     fn pull(&mut self, worker: usize, _version: u64) {
-        self.held[worker].copy_from_slice(&self.params);
+        let old = std::mem::replace(&mut self.held[worker], Arc::clone(&self.params));
+        self.recycle(old);
     }
 
     fn push(&mut self, job: &Job, ps_version: u64) {
-        let held = &self.held[job.worker];
+        let held = &self.held[job.worker][..];
         let draw = GradientDraw {
             run_seed: self.setup.run_seed,
             index: job.seq,
         };
-        match &mut self.rule {
-            None => self.model.gradient(held, draw, &mut self.grad, self.ws),
-            Some(rule) => {
-                let loss = self
-                    .model
-                    .gradient_and_loss(held, draw, &mut self.grad, self.ws);
-                rule.observe(loss, self.now);
-            }
-        }
         // The PS parameters cannot change between this push and the update
         // that applies it (every update uses all gradients pushed before it),
         // so ‖w_j − w_τ‖ can be measured now.
@@ -245,18 +254,27 @@ impl<M: GradientModel> Handler for Training<'_, M> {
             }
         };
         self.rates.push(rate);
-        let r = rate as f32;
-        for (s, g) in self.sum.iter_mut().zip(&self.grad) {
-            *s += r * g;
+        let loss = self.model.add_gradient(
+            held,
+            draw,
+            rate as f32,
+            &mut self.sum,
+            &mut self.grad,
+            self.ws,
+            self.rule.is_some(),
+        );
+        if let (Some(rule), Some(loss)) = (&mut self.rule, loss) {
+            rule.observe(loss, self.now);
         }
     }
 
     fn update(&mut self, info: &UpdateInfo<'_>) {
         let k = info.gradients.len() as f32;
-        for (w, s) in self.params.iter_mut().zip(self.sum.iter_mut()) {
-            *w -= *s / k;
-            *s = 0.0;
-        }
+        // w_{j+1} into a buffer of its own: workers may hold w_j.
+        let mut next = self.free.pop().unwrap_or_else(|| vec![0.0; self.sum.len()]);
+        step(&self.params, &mut self.sum, k, &mut next);
+        let old = std::mem::replace(&mut self.params, Arc::new(next));
+        self.recycle(old);
         self.updates = info.version;
         self.last_update_time = info.time;
         let last = self.staleness_histogram.len() - 1;
@@ -274,7 +292,7 @@ impl<M: GradientModel> Handler for Training<'_, M> {
         }
         if let Some(every) = self.setup.log_updates {
             let loss = if every > 0 && info.version.is_multiple_of(every) {
-                self.model.loss(&self.params, self.ws)
+                self.model.loss(&self.params[..], self.ws)
             } else {
                 f64::NAN
             };
@@ -290,6 +308,20 @@ impl<M: GradientModel> Handler for Training<'_, M> {
         }
         self.rates.clear();
         self.distances2.clear();
+    }
+}
+
+crate::simd::kernel! {
+    /// `next = w − sum/k` entry by entry, and `sum` cleared: the update
+    /// `w_{j+1} = w_j − (1/K) Σ η_l g_l` (one division per entry, as written).
+    fn step, step_at(w: &[f32], sum: &mut [f32], k: f32, next: &mut [f32]) = step_body;
+}
+
+#[inline(always)]
+fn step_body(w: &[f32], sum: &mut [f32], k: f32, next: &mut [f32]) {
+    for ((n, &w), s) in next.iter_mut().zip(w).zip(sum.iter_mut()) {
+        *n = w - *s / k;
+        *s = 0.0;
     }
 }
 
@@ -496,5 +528,27 @@ mod tests {
                 observed: 2
             }]
         );
+    }
+
+    /// The update and the fold of a gradient give the portable bits at every level.
+    #[test]
+    fn update_kernels_give_the_same_bits_at_every_level() {
+        use crate::simd::Level;
+        let w: Vec<f32> = (0..103).map(|i| (i % 11) as f32 * 0.37 - 1.5).collect();
+        let g: Vec<f32> = (0..103).map(|i| (i % 5) as f32 * -0.71 + 0.2).collect();
+        let run = |level| {
+            let mut sum = g.clone();
+            crate::model::gradient::add_scaled_at(level, &mut sum, 0.3, &w);
+            let folded = sum.clone();
+            let mut next = vec![9.0f32; w.len()];
+            step_at(level, &w, &mut sum, 3.0, &mut next);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            (bits(&folded), bits(&next), bits(&sum))
+        };
+        let want = run(Level::Portable);
+        assert!(want.2.iter().all(|&b| b == 0), "the sum is cleared");
+        for level in Level::supported() {
+            assert_eq!(run(level), want, "{level:?}");
+        }
     }
 }

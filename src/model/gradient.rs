@@ -61,6 +61,18 @@ pub struct GradientInfo {
     pub batch_size: usize,
 }
 
+crate::simd::kernel! {
+    /// `sum[i] += rate · g[i]` (a multiply, then an add: not fused).
+    pub(crate) fn add_scaled, add_scaled_at(sum: &mut [f32], rate: f32, g: &[f32]) = add_scaled_body;
+}
+
+#[inline(always)]
+fn add_scaled_body(sum: &mut [f32], rate: f32, g: &[f32]) {
+    for (s, g) in sum.iter_mut().zip(g) {
+        *s += rate * g;
+    }
+}
+
 /// A model trained by SGD whose gradients can be computed at any parameters.
 ///
 /// Contract: [`GradientModel::gradient`] is a pure function of the
@@ -103,6 +115,34 @@ pub trait GradientModel: Send + Sync {
     ) -> f64 {
         self.gradient(params, draw, out, ws);
         self.loss(params, ws)
+    }
+    /// Adds `rate · g` to `sum`, entry by entry as `sum[i] + rate · g[i]`,
+    /// where g is [`GradientModel::gradient`]'s output for `params` and
+    /// `draw`; with `with_loss`, also returns
+    /// [`GradientModel::gradient_and_loss`]'s loss. This is how a PS folds a
+    /// pushed gradient into its update (`crate::cluster::training`), and a
+    /// model may override it to skip the dense intermediate passes; `sum`
+    /// must get the same bits as the default. `scratch` has length
+    /// [`GradientModel::dim`] and may be left holding anything.
+    #[allow(clippy::too_many_arguments)]
+    fn add_gradient(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        rate: f32,
+        sum: &mut [f32],
+        scratch: &mut [f32],
+        ws: &mut Self::Workspace,
+        with_loss: bool,
+    ) -> Option<f64> {
+        let loss = if with_loss {
+            Some(self.gradient_and_loss(params, draw, scratch, ws))
+        } else {
+            self.gradient(params, draw, scratch, ws);
+            None
+        };
+        add_scaled(sum, rate, scratch);
+        loss
     }
     /// The loss of the error curve at `params` (lower is better).
     fn loss(&self, params: &[f32], ws: &mut Self::Workspace) -> f64;

@@ -120,6 +120,9 @@ pub(crate) struct MlrGradientWorkspace {
     z: Vec<f32>,
     /// softmax(z) − e_y of one example.
     delta: Vec<f32>,
+    /// The unscaled minibatch gradient of [`GradientModel::add_gradient`]:
+    /// all zeros between calls (each call clears what it wrote).
+    raw: Vec<f32>,
 }
 
 impl MlrGradient {
@@ -216,29 +219,49 @@ impl MlrGradient {
         ws: &mut MlrGradientWorkspace,
         with_loss: bool,
     ) -> Option<f64> {
+        out.fill(0.0);
+        let MlrGradientWorkspace {
+            inner, z, delta, ..
+        } = ws;
+        let (scale, loss) = self.unscaled_gradient(params, draw, out, inner, z, delta, with_loss);
+        for g in out.iter_mut() {
+            *g *= scale;
+        }
+        loss
+    }
+
+    /// Adds the minibatch's unscaled gradient Σ_i x_iᵀ(softmax(x_i W) − e_{y_i})
+    /// to `out` and returns the scale 1/B that makes it the mean, and with
+    /// `with_loss` the minibatch's mean cross-entropy.
+    #[allow(clippy::too_many_arguments)]
+    fn unscaled_gradient(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        out: &mut [f32],
+        inner: &mut MlrWorkspace,
+        z: &mut Vec<f32>,
+        delta: &mut [f32],
+        with_loss: bool,
+    ) -> (f32, Option<f64>) {
         let data = self.mlr.data();
         let c = data.classes;
-        out.fill(0.0);
         let ctx = IterCtx {
             iteration: draw.index as usize,
             run_seed: draw.run_seed,
         };
-        let MlrGradientWorkspace { inner, z, delta } = ws;
         let rows = self.mlr.batch_rows(ctx, inner);
         debug_assert_eq!(delta.len(), c);
         self.gradient_rows(&data.y, rows, params, out, z, delta);
-        let scale = 1.0 / rows.len() as f32;
-        for g in out.iter_mut() {
-            *g *= scale;
-        }
-        with_loss.then(|| {
+        let loss = with_loss.then(|| {
             let sum: f64 = rows
                 .iter()
                 .zip(z.chunks_exact(c))
                 .map(|(&i, z)| cross_entropy(z, data.y[i as usize] as usize))
                 .sum();
             sum / rows.len() as f64
-        })
+        });
+        (1.0 / rows.len() as f32, loss)
     }
 }
 
@@ -273,6 +296,7 @@ impl GradientModel for MlrGradient {
             inner: self.mlr.workspace(),
             z: vec![0.0; c],
             delta: vec![0.0; c],
+            raw: vec![0.0; self.dim()],
         }
     }
 
@@ -297,6 +321,32 @@ impl GradientModel for MlrGradient {
     ) -> f64 {
         self.minibatch_gradient(params, draw, out, ws, true)
             .expect("the loss was asked for")
+    }
+
+    /// The default's bits in one pass instead of three: the unscaled
+    /// gradient is summed into a buffer kept at zero, and each entry then
+    /// becomes `sum + rate · (raw · (1/B))` (what the default computes from
+    /// [`GradientModel::gradient`]'s `raw · (1/B)`) while the buffer is
+    /// cleared; no fill, no separate scaling pass.
+    fn add_gradient(
+        &self,
+        params: &[f32],
+        draw: GradientDraw,
+        rate: f32,
+        sum: &mut [f32],
+        _scratch: &mut [f32],
+        ws: &mut MlrGradientWorkspace,
+        with_loss: bool,
+    ) -> Option<f64> {
+        let MlrGradientWorkspace {
+            inner,
+            z,
+            delta,
+            raw,
+        } = ws;
+        let (scale, loss) = self.unscaled_gradient(params, draw, raw, inner, z, delta, with_loss);
+        add_mean_and_clear(sum, rate, scale, raw);
+        loss
     }
 
     fn loss(&self, params: &[f32], ws: &mut MlrGradientWorkspace) -> f64 {
@@ -347,6 +397,25 @@ impl GradientModel for MlrGradient {
 
     fn block_len(&self) -> usize {
         self.mlr.data().classes
+    }
+}
+
+crate::simd::kernel! {
+    /// `sum[i] += rate · (raw[i] · scale)` and `raw[i] = 0` (multiplies and
+    /// adds, not fused: the bits of scaling `raw` first, then adding).
+    fn add_mean_and_clear, add_mean_and_clear_at(
+        sum: &mut [f32],
+        rate: f32,
+        scale: f32,
+        raw: &mut [f32],
+    ) = add_mean_and_clear_body;
+}
+
+#[inline(always)]
+fn add_mean_and_clear_body(sum: &mut [f32], rate: f32, scale: f32, raw: &mut [f32]) {
+    for (s, g) in sum.iter_mut().zip(raw.iter_mut()) {
+        *s += rate * (*g * scale);
+        *g = 0.0;
     }
 }
 

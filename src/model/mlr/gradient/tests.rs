@@ -289,3 +289,62 @@ fn gradient_and_loss_reports_the_minibatch_cross_entropy() {
     assert!((loss - brute).abs() < 1e-6, "{loss} vs {brute}");
     assert!(loss > 0.0);
 }
+
+/// `add_gradient`'s one-pass fold gives the bits of the default (the mean
+/// gradient into a buffer, then `sum + rate · g`), call after call (its
+/// buffer is left at zero), with and without the minibatch loss, at every
+/// kernel level of the fold.
+#[test]
+fn add_gradient_matches_the_gradient_then_the_sum() {
+    use crate::simd::Level;
+    let m = small(16);
+    let dim = m.dim();
+    let w: Vec<f32> = (0..dim)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) * 1e-4)
+        .collect();
+    let (mut ws_a, mut ws_b) = (m.workspace(), m.workspace());
+    let mut sum_a: Vec<f32> = (0..dim).map(|i| (i % 7) as f32 * 1e-3).collect();
+    let mut sum_b = sum_a.clone();
+    let (mut g, mut scratch) = (vec![0f32; dim], vec![0f32; dim]);
+    for index in 0..6u64 {
+        let draw = GradientDraw { run_seed: 5, index };
+        let rate = 0.5 + index as f32 * 0.25;
+        let with_loss = index % 2 == 1;
+        let loss_a = if with_loss {
+            Some(m.gradient_and_loss(&w, draw, &mut g, &mut ws_a))
+        } else {
+            m.gradient(&w, draw, &mut g, &mut ws_a);
+            None
+        };
+        for (s, g) in sum_a.iter_mut().zip(&g) {
+            *s += rate * g;
+        }
+        let loss_b = m.add_gradient(
+            &w,
+            draw,
+            rate,
+            &mut sum_b,
+            &mut scratch,
+            &mut ws_b,
+            with_loss,
+        );
+        assert_eq!(loss_a.map(f64::to_bits), loss_b.map(f64::to_bits));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&sum_a), bits(&sum_b), "draw {index}");
+        assert!(
+            ws_b.raw.iter().all(|&x| x.to_bits() == 0),
+            "the buffer is cleared"
+        );
+    }
+    // The fold itself at every level.
+    let raw0: Vec<f32> = (0..dim).map(|i| (i % 13) as f32 - 6.0).collect();
+    let run = |level| {
+        let (mut s, mut raw) = (sum_a.clone(), raw0.clone());
+        add_mean_and_clear_at(level, &mut s, 0.3, 1.0 / 16.0, &mut raw);
+        (s.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), raw)
+    };
+    let want = run(Level::Portable);
+    for level in Level::supported() {
+        assert_eq!(run(level), want, "{level:?}");
+    }
+}
