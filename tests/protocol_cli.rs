@@ -189,6 +189,29 @@ fn training_scenarios_write_loss_curves_and_logs_deterministically() {
         .unwrap();
         run(&dir, &format!("{name}.toml"), "one", "1");
         run(&dir, &format!("{name}.toml"), "two", "2");
+        // The portable kernels (the PS's update and gradient fold, MLR's
+        // sparse gradient and loss scoring) give the best level's bytes.
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_scarsim"))
+            .current_dir(&dir)
+            .env("SCARSIM_KERNELS", "portable")
+            .args([
+                "run",
+                &format!("{name}.toml"),
+                "--synthetic",
+                "--scale",
+                "0.02",
+            ])
+            .args([
+                "--threads",
+                "2",
+                "--out",
+                "portable",
+                "--quiet",
+                "--no-plot",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
         for f in [
             "summary.csv",
             "trials.csv",
@@ -196,10 +219,16 @@ fn training_scenarios_write_loss_curves_and_logs_deterministically() {
             "updates.csv",
             "staleness.csv",
         ] {
+            let one = std::fs::read(dir.join("one").join(name).join(f)).unwrap();
             assert_eq!(
-                std::fs::read(dir.join("one").join(name).join(f)).unwrap(),
+                one,
                 std::fs::read(dir.join("two").join(name).join(f)).unwrap(),
                 "{name}/{f} differs between 1 and 2 threads"
+            );
+            assert_eq!(
+                one,
+                std::fs::read(dir.join("portable").join(name).join(f)).unwrap(),
+                "{name}/{f} differs between the portable and the best kernels"
             );
         }
         let res = dir.join("one").join(name);

@@ -378,18 +378,7 @@ impl GradientModel for MlrGradient {
                     .prefetch(self.starts[i as usize]..self.starts[i as usize + 1]);
             }
             self.forward_rows(block, params, c, &mut ws.z);
-            for (&i, z) in block.iter().zip(ws.z.chunks_exact(c)) {
-                let label = data.y[i as usize] as usize;
-                sum += cross_entropy(z, label);
-                // Ties go to the lowest class.
-                let mut best = 0;
-                for (k, &v) in z.iter().enumerate() {
-                    if v > z[best] {
-                        best = k;
-                    }
-                }
-                right += usize::from(best == label);
-            }
+            score_rows(&ws.z, c, block, &data.y, &mut sum, &mut right);
         }
         let n = self.eval_rows.len() as f64;
         (sum / n, Some(right as f64 / n))
@@ -421,11 +410,59 @@ fn add_mean_and_clear_body(sum: &mut [f32], rate: f32, scale: f32, raw: &mut [f3
 
 /// Cross-entropy of one example from its logits: log Σ exp(z − max) + max − z_y,
 /// with the portable `exp_f32` and `ln_f64` (the same bits on every CPU).
-#[inline]
+/// The exponentials are computed in one loop and summed in class order in
+/// another, so that the first vectorises (the same bits as one loop).
+#[inline(always)]
 fn cross_entropy(z: &[f32], label: usize) -> f64 {
     let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-    let sum: f64 = z.iter().map(|&v| exp_f32(v - max) as f64).sum();
+    let mut e = [0f32; 16];
+    let sum: f64 = if z.len() <= e.len() {
+        for (e, &v) in e.iter_mut().zip(z) {
+            *e = exp_f32(v - max);
+        }
+        e[..z.len()].iter().map(|&v| v as f64).sum()
+    } else {
+        z.iter().map(|&v| exp_f32(v - max) as f64).sum()
+    };
     max as f64 + ln_f64(sum) - z[label] as f64
+}
+
+crate::simd::kernel! {
+    /// Σ of [`cross_entropy`] over the rows of `z` (row-major, `c` classes
+    /// each, labels `labels[rows[o]]`), in row order onto `sum`, and the
+    /// number of rows whose largest logit (ties to the lowest class) is the
+    /// label, onto `right`.
+    fn score_rows, score_rows_at(
+        z: &[f32],
+        c: usize,
+        rows: &[u32],
+        labels: &[u8],
+        sum: &mut f64,
+        right: &mut usize,
+    ) = score_rows_body;
+}
+
+#[inline(always)]
+fn score_rows_body(
+    z: &[f32],
+    c: usize,
+    rows: &[u32],
+    labels: &[u8],
+    sum: &mut f64,
+    right: &mut usize,
+) {
+    for (&i, z) in rows.iter().zip(z.chunks_exact(c)) {
+        let label = labels[i as usize] as usize;
+        *sum += cross_entropy(z, label);
+        // Ties go to the lowest class.
+        let mut best = 0;
+        for (k, &v) in z.iter().enumerate() {
+            if v > z[best] {
+                best = k;
+            }
+        }
+        *right += usize::from(best == label);
+    }
 }
 
 /// Writes softmax(z) − e_label into `out` (portable `exp_f32`).

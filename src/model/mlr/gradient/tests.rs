@@ -348,3 +348,40 @@ fn add_gradient_matches_the_gradient_then_the_sum() {
         assert_eq!(run(level), want, "{level:?}");
     }
 }
+
+/// The loss subsample's scoring gives the same bits at every level, and the
+/// one-row cross-entropy's.
+#[test]
+fn scoring_gives_the_same_bits_at_every_level() {
+    use crate::simd::Level;
+    for c in [10usize, 3, 16, 21] {
+        let rows: Vec<u32> = (0..37).map(|r| (r * 5 % 37) as u32).collect();
+        let labels: Vec<u8> = (0..37).map(|r| (r * 7 % c) as u8).collect();
+        let z: Vec<f32> = (0..37 * c)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) * 0.37)
+            .collect();
+        let run = |level| {
+            let (mut sum, mut right) = (0.25f64, 1usize);
+            score_rows_at(level, &z, c, &rows, &labels, &mut sum, &mut right);
+            (sum.to_bits(), right)
+        };
+        let want = run(Level::Portable);
+        // The reference: each row's loss as one loop (exp, then add).
+        let (mut sum, mut right) = (0.25f64, 1usize);
+        for (&i, z) in rows.iter().zip(z.chunks_exact(c)) {
+            let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let mut s = 0.0f64;
+            for &v in z {
+                s += exp_f32(v - max) as f64;
+            }
+            let label = labels[i as usize] as usize;
+            sum += max as f64 + ln_f64(s) - z[label] as f64;
+            let best = (0..c).fold(0, |b, k| if z[k] > z[b] { k } else { b });
+            right += usize::from(best == label);
+        }
+        assert_eq!(want, (sum.to_bits(), right), "c = {c}");
+        for level in Level::supported() {
+            assert_eq!(run(level), want, "{level:?}, c = {c}");
+        }
+    }
+}
