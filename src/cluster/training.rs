@@ -89,8 +89,9 @@ pub struct Training<'a, M: GradientModel> {
     params: Arc<Vec<f32>>,
     /// The version each worker pulled last.
     held: Vec<Arc<Vec<f32>>>,
-    /// Buffers of versions no one holds any more, for the next updates.
-    free: Vec<Vec<f32>>,
+    /// Versions no one else holds any more, for the next updates to
+    /// overwrite (no allocation per update).
+    free: Vec<Arc<Vec<f32>>>,
     /// Σ η_l g_l of the gradients pushed since the last update.
     sum: Vec<f32>,
     /// Scratch of [`GradientModel::add_gradient`].
@@ -166,8 +167,8 @@ impl<'a, M: GradientModel> Training<'a, M> {
 
     /// Keeps a version's buffer for reuse once nothing holds it.
     fn recycle(&mut self, version: Arc<Vec<f32>>) {
-        if let Ok(buffer) = Arc::try_unwrap(version) {
-            self.free.push(buffer);
+        if Arc::strong_count(&version) == 1 {
+            self.free.push(version);
         }
     }
 
@@ -271,9 +272,13 @@ impl<M: GradientModel> Handler for Training<'_, M> {
     fn update(&mut self, info: &UpdateInfo<'_>) {
         let k = info.gradients.len() as f32;
         // w_{j+1} into a buffer of its own: workers may hold w_j.
-        let mut next = self.free.pop().unwrap_or_else(|| vec![0.0; self.sum.len()]);
-        step(&self.params, &mut self.sum, k, &mut next);
-        let old = std::mem::replace(&mut self.params, Arc::new(next));
+        let mut next = self
+            .free
+            .pop()
+            .unwrap_or_else(|| Arc::new(vec![0.0; self.sum.len()]));
+        let buffer = Arc::get_mut(&mut next).expect("a free version is held by no one");
+        step(&self.params, &mut self.sum, k, buffer);
+        let old = std::mem::replace(&mut self.params, next);
         self.recycle(old);
         self.updates = info.version;
         self.last_update_time = info.time;
