@@ -122,3 +122,57 @@ fn sharing_across_scenarios_changes_no_byte() {
     assert!(report.contains("(`--no-share-across`)"), "{report}");
     assert!(report.contains(" --no-share-across "), "{report}");
 }
+
+/// SCAR Figure 5(b)'s two bundled panels (reset at iteration 10, and at the
+/// paper's settings) estimate x* as the same run continued to 1,000
+/// iterations: with sharing across scenarios one takes it from the other
+/// (two at a time, so the second may wait for the first), and every CSV
+/// file is the same as when each computes it.
+#[test]
+fn sharing_the_long_run_optimum_changes_no_byte() {
+    let dir = tmpdir("share-optimum");
+    let args = [
+        "reproduce",
+        "--quick",
+        "--trials",
+        "2",
+        "--scale",
+        "0.02",
+        "--synthetic",
+        "--threads",
+        "1",
+        "--scenarios-at-once",
+        "2",
+        "--quiet",
+        "--data-dir",
+        "none",
+        "--only",
+        "scar-reset-lda",
+        "--only",
+        "scar-reset-lda-paper",
+    ];
+    let on = [&args[..], &["--out", "on"]].concat();
+    let off = [&args[..], &["--no-share-across", "--out", "off"]].concat();
+    for a in [&on, &off] {
+        let o = scarsim(&dir, a);
+        assert!(o.status.success(), "scarsim {a:?}: {}", stderr(&o));
+    }
+    let (a, b) = (dir.join("on"), dir.join("off"));
+    let files = csv_files(&a);
+    assert!(files.len() >= 6, "{files:?}");
+    assert_eq!(files, csv_files(&b));
+    for f in &files {
+        assert!(
+            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+            "{} differs with and without sharing x*",
+            f.display()
+        );
+    }
+    let on = std::fs::read_to_string(a.join("REPORT.md")).unwrap();
+    assert!(
+        on.contains("Long-run optima shared: 1 scenario(s) took x*"),
+        "{on}"
+    );
+    let off = std::fs::read_to_string(b.join("REPORT.md")).unwrap();
+    assert!(!off.contains("Long-run optima shared"), "{off}");
+}

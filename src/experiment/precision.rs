@@ -28,7 +28,7 @@ use serde_json::json;
 
 use super::budget::{CURVE_POINT_BYTES, mul};
 use super::kind::Experiment;
-use super::reference::{ReferenceFacts, reference};
+use super::reference::{ReferenceFacts, Sharing, reference};
 use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
@@ -142,7 +142,7 @@ fn run_raw(
         Visitor {
             scenario,
             driver,
-            certify: opts.certify_metric,
+            opts,
         },
     )?
 }
@@ -150,8 +150,7 @@ fn run_raw(
 struct Visitor<'a> {
     scenario: &'a PrecisionScenario,
     driver: &'a Driver<'a>,
-    /// [`RunOptions::certify_metric`].
-    certify: bool,
+    opts: &'a RunOptions,
 }
 
 /// One reduced-precision run (the record of a unit).
@@ -246,6 +245,12 @@ impl ModelVisitor for Visitor<'_> {
             &sc.theory,
             data.size_ratio,
             run_seed,
+            self.opts.shared_outcomes.as_deref().map(|cache| Sharing {
+                cache,
+                seed: sc.meta.seed,
+                data,
+                data_opts: &self.opts.data,
+            }),
         )?;
         let spec = &sc.precision;
         let n = flat.param_count();
@@ -256,7 +261,7 @@ impl ModelVisitor for Visitor<'_> {
             criterion: reference.criterion,
             max_iterations: spec.iterations,
         };
-        let certify = self.certify;
+        let certify = self.opts.certify_metric;
         // One width per task, each with its own workspace.
         let done = driver.run_units(
             &todo,

@@ -22,7 +22,10 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+use super::shared_outcomes::{LongRunKey, SharedOutcomes};
+use crate::data::DataOptions;
 use crate::engine::{Baseline, Convergence, run_baseline};
+use crate::model::DataUsed;
 use crate::model::{IterCtx, Model, ModelSpec};
 use crate::scenario::perturbation::{
     CriterionSpec, OptimumSpec, RateMethod, TheorySpec, analytic_optimum, analytic_rate,
@@ -62,9 +65,25 @@ pub(crate) struct Reference<S> {
     pub(crate) predictor: PredictorTrack,
 }
 
+/// Where a long-run x* may have been computed already: the other scenarios
+/// of this process (`reproduce`), and what keys the run besides the model.
+pub(crate) struct Sharing<'a> {
+    /// The process's store of shared work.
+    pub(crate) cache: &'a SharedOutcomes,
+    /// The scenario seed (it also seeds stand-ins and model builds).
+    pub(crate) seed: u64,
+    /// The data the model was built on.
+    pub(crate) data: &'a DataUsed,
+    /// How that data was obtained.
+    pub(crate) data_opts: &'a DataOptions,
+}
+
 /// Runs the unperturbed run to ε, continues it to estimate x*, and
 /// estimates c (see the module docs). `size_ratio` scales a given ε for
-/// scaled-down stand-ins, as the recovery kind does.
+/// scaled-down stand-ins, as the recovery kind does. With `sharing`, a
+/// long-run x* another scenario computed from the same run is taken instead
+/// of running it again (the same state: the run's steps do not depend on ε).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn reference<M: Model>(
     model: &M,
     spec: &ModelSpec,
@@ -73,6 +92,7 @@ pub(crate) fn reference<M: Model>(
     theory: &TheorySpec,
     size_ratio: f64,
     run_seed: u64,
+    sharing: Option<Sharing<'_>>,
 ) -> Result<Reference<M::State>> {
     let mut ws = model.workspace();
     let epsilon = criterion_value(model, &mut ws, criterion, size_ratio, run_seed)?;
@@ -85,7 +105,16 @@ pub(crate) fn reference<M: Model>(
         run_seed,
     )?;
     let b = baseline.iterations();
-    let optimum = estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)?;
+    let optimum = match (&theory.optimum, sharing) {
+        (&OptimumSpec::LongRun { iterations }, Some(sh)) => {
+            let key =
+                LongRunKey::new::<M>(spec, sh.seed, sh.data, sh.data_opts, run_seed, iterations)?;
+            sh.cache.long_run(&key, || {
+                estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)
+            })?
+        }
+        _ => estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)?,
+    };
     let optimum_iterations = match theory.optimum {
         OptimumSpec::LongRun { iterations } => Some(iterations),
         OptimumSpec::Analytic => None,

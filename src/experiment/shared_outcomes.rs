@@ -19,14 +19,23 @@
 //! [`TrialKey`]s are grouped first, and a group takes a cached outcome when
 //! any of its members' keys is cached.
 //!
+//! The long-run optimum x* = x(N) of the perturbation and precision kinds
+//! (`theory.optimum_iterations = N`) is shared the same way
+//! ([`SharedOutcomes::long_run`]): it is the unperturbed run continued to N,
+//! fixed by the model, its data, the scenario seed, the run's data order and
+//! N, so two scenarios that differ only in ε or their series (SCAR
+//! Figure 5(b) at iteration 10 and at the paper's settings) compute it once.
+//!
 //! Left out on purpose: names, titles, trial counts (a trial's outcome does
 //! not depend on how many others run), the sweep and series (the point's
 //! configuration stands for them), and the engine options: forking from the
 //! unperturbed run and certifying "not converged" are exact (tested to give
 //! bit-identical outcomes), so they cannot change an outcome.
 
+use std::any::Any;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -140,11 +149,19 @@ pub(super) fn share_identical<'a>(
 /// scenarios of this process, by [`RunKey`] and unit key (see the module
 /// documentation). Scenarios running at the same time may both compute an
 /// outcome neither found; it is the same outcome, so the second insert
-/// changes nothing.
+/// changes nothing. Also the long-run optima, by [`LongRunKey`].
 #[derive(Default)]
 pub struct SharedOutcomes {
     runs: Mutex<HashMap<String, HashMap<String, TrialOutcome>>>,
+    /// x(N) by [`LongRunKey`]; each slot's lock is held while its state is
+    /// computed, so a second scenario asking for it waits instead of
+    /// computing it again.
+    long_runs: Mutex<HashMap<String, LongRunSlot>>,
+    /// Long-run states handed to a scenario that did not compute them.
+    long_runs_taken: AtomicUsize,
 }
+
+type LongRunSlot = Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>;
 
 impl std::fmt::Debug for SharedOutcomes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -167,6 +184,35 @@ impl SharedOutcomes {
         // A panic elsewhere while holding the lock leaves the map consistent
         // (every change is one insert).
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// x(N) of the run `key` names: the stored state if another scenario of
+    /// this process computed it, else `compute()`'s, stored for the next.
+    /// A failed computation stores nothing.
+    pub(crate) fn long_run<S: Clone + Send + Sync + 'static>(
+        &self,
+        key: &LongRunKey,
+        compute: impl FnOnce() -> Result<S>,
+    ) -> Result<S> {
+        let slot = {
+            let mut map = self.long_runs.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(map.entry(key.0.clone()).or_default())
+        };
+        let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+        // The key names the model's type, so a stored state has type `S`.
+        if let Some(state) = held.as_ref().and_then(|s| s.downcast_ref::<S>()) {
+            self.long_runs_taken.fetch_add(1, Ordering::Relaxed);
+            return Ok(state.clone());
+        }
+        let state = compute()?;
+        *held = Some(Arc::new(state.clone()));
+        Ok(state)
+    }
+
+    /// Long-run states ([`SharedOutcomes::long_run`]) a scenario took
+    /// instead of computing them.
+    pub(crate) fn long_runs_taken(&self) -> usize {
+        self.long_runs_taken.load(Ordering::Relaxed)
     }
 
     /// Stores `outcomes` (unit key, outcome) of `run`.
@@ -275,6 +321,61 @@ impl RunKey {
         serde_json::to_string(&parts)
             .map(RunKey)
             .with_context(|| format!("scenario `{}`: cannot key its trials", sc.meta.name))
+    }
+}
+
+/// What x(N), the unperturbed run continued to N iterations, depends on:
+/// the model's type and spec, the scenario seed (stand-ins, model builds),
+/// the data used, the run's data order and N. Not ε: the run's states do not
+/// depend on where it is said to converge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LongRunKey(String);
+
+#[derive(Serialize)]
+struct LongRunParts<'a> {
+    version: &'static str,
+    model_type: &'static str,
+    model: &'a crate::model::ModelSpec,
+    seed: u64,
+    dataset: crate::data::DatasetName,
+    provenance: &'a crate::data::Provenance,
+    size_ratio: u64,
+    synthetic: bool,
+    synthetic_scale: u64,
+    data_dir: &'a [u8],
+    run_seed: u64,
+    iterations: usize,
+}
+
+impl LongRunKey {
+    /// The key of x(`iterations`) of a `M` built from `model` with scenario
+    /// seed `seed` on `data` (obtained with `data_opts`), stepped with the
+    /// data order of `run_seed`.
+    pub(crate) fn new<M>(
+        model: &crate::model::ModelSpec,
+        seed: u64,
+        data: &DataUsed,
+        data_opts: &DataOptions,
+        run_seed: u64,
+        iterations: usize,
+    ) -> Result<LongRunKey> {
+        let parts = LongRunParts {
+            version: env!("CARGO_PKG_VERSION"),
+            model_type: std::any::type_name::<M>(),
+            model,
+            seed,
+            dataset: data.dataset,
+            provenance: &data.provenance,
+            size_ratio: data.size_ratio.to_bits(),
+            synthetic: data_opts.synthetic,
+            synthetic_scale: data_opts.synthetic_scale.to_bits(),
+            data_dir: data_opts.data_dir.as_os_str().as_encoded_bytes(),
+            run_seed,
+            iterations,
+        };
+        serde_json::to_string(&parts)
+            .map(LongRunKey)
+            .context("cannot key the long run")
     }
 }
 

@@ -128,7 +128,7 @@ pub(crate) fn epoch_minibatch(
 pub trait Model: Send + Sync {
     /// The complete training state: parameters, the optimizer state that moves
     /// with them, and derived state.
-    type State: Clone + Send + Sync;
+    type State: Clone + Send + Sync + 'static;
     /// Reusable buffers for one run, so that iterations do not allocate.
     type Workspace: Send;
 

@@ -358,7 +358,8 @@ pub(crate) fn reproduce(
         grids.push((key, stem, members));
     }
     let seconds = started.elapsed().as_secs_f64();
-    let text = report_text(opts, &entries, &ok, &grids, seconds)?;
+    let long_runs_taken = cache.outcomes.as_ref().map_or(0, |o| o.long_runs_taken());
+    let text = report_text(opts, &entries, &ok, &grids, seconds, long_runs_taken)?;
     crate::report::outdir::ensure_root(&opts.out_dir, &mut crate::report::outdir::Created::new())?;
     let report = crate::report::outdir::file(&opts.out_dir, REPORT_FILE)?;
     crate::report::outdir::write_file(&report, text.as_bytes())?;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::mul;
 use super::kind::Experiment;
-use super::reference::{Reference, ReferenceFacts, reference};
+use super::reference::{Reference, ReferenceFacts, Sharing, reference};
 use super::tasks::encode;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
@@ -185,6 +185,12 @@ impl ModelVisitor for Visitor<'_> {
             &sc.theory,
             data.size_ratio,
             run_seed,
+            self.opts.shared_outcomes.as_deref().map(|cache| Sharing {
+                cache,
+                seed: sc.meta.seed,
+                data,
+                data_opts: &self.opts.data,
+            }),
         )?;
         let b = reference.baseline_iterations();
         let flat = model.flat_params();

@@ -26,6 +26,7 @@ fn qp_reference(qp: &Qp) -> Reference<crate::model::quadratic::qp::QpState> {
         },
         1.0,
         0,
+        None,
     )
     .unwrap()
 }
