@@ -265,6 +265,41 @@ fn perturbation_shortcuts_equal_the_brute_force() {
     }
 }
 
+/// x* of a scenario whose series do not perturb relative to it is computed
+/// beside the trials; when it gives a rate outside (0, 1) the run still
+/// fails with that error (and stops its trials), as when x* came first.
+#[test]
+fn a_rate_outside_the_unit_interval_fails_the_run_either_way() {
+    // The max-ratio rate of LDA's Gibbs chain comes out above 1 (see the
+    // bundled scenario's comment).
+    let lda = bundled::find("scar-reset-lda")
+        .unwrap()
+        .replace("trials = 100", "trials = 6")
+        .replace("optimum_iterations = 1000", "optimum_iterations = 60")
+        .replace("rate = \"fitted\"", "rate = \"max-ratio\"");
+    for (name, text_) in [("lda", lda)] {
+        let sc = scenario::parse(&text_, "test").expect("valid scenario");
+        let opts = RunOptions {
+            data: DataOptions {
+                data_dir: "data".into(),
+                synthetic: true,
+                synthetic_scale: 0.02,
+            },
+            out_dir: std::env::temp_dir(),
+            threads: 2,
+            fork_mode: ForkMode::Fork,
+            certify_metric: true,
+            share_identical_trials: true,
+            shared_outcomes: None,
+        };
+        let e = match experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()) {
+            Ok(_) => panic!("{name}: ran"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains("is not in (0, 1)"), "{name}: {e}");
+    }
+}
+
 /// Resets are generic over blocks and record the fraction reset.
 #[test]
 fn reset_scenario_records_fractions() {

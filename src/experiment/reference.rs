@@ -67,6 +67,7 @@ pub(crate) struct Reference<S> {
 
 /// Where a long-run x* may have been computed already: the other scenarios
 /// of this process (`reproduce`), and what keys the run besides the model.
+#[derive(Clone, Copy)]
 pub(crate) struct Sharing<'a> {
     /// The process's store of shared work.
     pub(crate) cache: &'a SharedOutcomes,
@@ -78,22 +79,86 @@ pub(crate) struct Sharing<'a> {
     pub(crate) data_opts: &'a DataOptions,
 }
 
+/// The unperturbed run to ε: all a trial needs unless it is perturbed
+/// relative to x*.
+pub(crate) struct Unperturbed<S> {
+    /// x(0), …, x(B).
+    pub(crate) baseline: Baseline<S>,
+    /// ε as used.
+    pub(crate) criterion: f64,
+}
+
+/// x* and what the theory derives from it and the unperturbed run (the
+/// fields of [`Reference`] of the same names).
+pub(crate) struct Theory<S> {
+    optimum: S,
+    optimum_iterations: Option<usize>,
+    optimum_metric: f64,
+    distances: Vec<f64>,
+    rate_fitted: f64,
+    rate_max_ratio: f64,
+    rate_analytic: f64,
+    rate: f64,
+    rate_method: RateMethod,
+    initial_distance: f64,
+    predictor: PredictorTrack,
+}
+
+impl<S> Theory<S> {
+    /// The optimum x*.
+    pub(crate) fn optimum(&self) -> &S {
+        &self.optimum
+    }
+}
+
+impl<S> Reference<S> {
+    /// The unperturbed run and its theory as one.
+    pub(crate) fn of(unperturbed: Unperturbed<S>, theory: Theory<S>) -> Reference<S> {
+        Reference {
+            baseline: unperturbed.baseline,
+            criterion: unperturbed.criterion,
+            optimum: theory.optimum,
+            optimum_iterations: theory.optimum_iterations,
+            optimum_metric: theory.optimum_metric,
+            distances: theory.distances,
+            rate_fitted: theory.rate_fitted,
+            rate_max_ratio: theory.rate_max_ratio,
+            rate_analytic: theory.rate_analytic,
+            rate: theory.rate,
+            rate_method: theory.rate_method,
+            initial_distance: theory.initial_distance,
+            predictor: theory.predictor,
+        }
+    }
+}
+
 /// Runs the unperturbed run to ε, continues it to estimate x*, and
-/// estimates c (see the module docs). `size_ratio` scales a given ε for
-/// scaled-down stand-ins, as the recovery kind does. With `sharing`, a
-/// long-run x* another scenario computed from the same run is taken instead
-/// of running it again (the same state: the run's steps do not depend on ε).
+/// estimates c (see the module docs): [`unperturbed`], then [`theory`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reference<M: Model>(
     model: &M,
     spec: &ModelSpec,
     criterion: CriterionSpec,
     max_iterations: usize,
-    theory: &TheorySpec,
+    theory_spec: &TheorySpec,
     size_ratio: f64,
     run_seed: u64,
     sharing: Option<Sharing<'_>>,
 ) -> Result<Reference<M::State>> {
+    let u = unperturbed(model, criterion, max_iterations, size_ratio, run_seed)?;
+    let t = theory(model, spec, theory_spec, &u, sharing)?;
+    Ok(Reference::of(u, t))
+}
+
+/// The unperturbed run to ε. `size_ratio` scales a given ε for scaled-down
+/// stand-ins, as the recovery kind does.
+pub(crate) fn unperturbed<M: Model>(
+    model: &M,
+    criterion: CriterionSpec,
+    max_iterations: usize,
+    size_ratio: f64,
+    run_seed: u64,
+) -> Result<Unperturbed<M::State>> {
     let mut ws = model.workspace();
     let epsilon = criterion_value(model, &mut ws, criterion, size_ratio, run_seed)?;
     let baseline = run_baseline(
@@ -104,16 +169,36 @@ pub(crate) fn reference<M: Model>(
         },
         run_seed,
     )?;
+    Ok(Unperturbed {
+        baseline,
+        criterion: epsilon,
+    })
+}
+
+/// x* (the run continued, or the model's known optimum), the distances
+/// ‖x(k) − x*‖ along the unperturbed run and the rate c. With `sharing`, a
+/// long-run x* another scenario computed from the same run is taken instead
+/// of running it again (the same state: the run's steps do not depend on ε).
+pub(crate) fn theory<M: Model>(
+    model: &M,
+    spec: &ModelSpec,
+    theory: &TheorySpec,
+    unperturbed: &Unperturbed<M::State>,
+    sharing: Option<Sharing<'_>>,
+) -> Result<Theory<M::State>> {
+    let mut ws = model.workspace();
+    let baseline = &unperturbed.baseline;
+    let run_seed = baseline.run_seed;
     let b = baseline.iterations();
     let optimum = match (&theory.optimum, sharing) {
         (&OptimumSpec::LongRun { iterations }, Some(sh)) => {
             let key =
                 LongRunKey::new::<M>(spec, sh.seed, sh.data, sh.data_opts, run_seed, iterations)?;
             sh.cache.long_run(&key, || {
-                estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)
+                estimate_optimum(model, &mut ws, spec, theory, baseline, run_seed)
             })?
         }
-        _ => estimate_optimum(model, &mut ws, spec, theory, &baseline, run_seed)?,
+        _ => estimate_optimum(model, &mut ws, spec, theory, baseline, run_seed)?,
     };
     let optimum_iterations = match theory.optimum {
         OptimumSpec::LongRun { iterations } => Some(iterations),
@@ -146,9 +231,7 @@ pub(crate) fn reference<M: Model>(
         );
     }
     let predictor = PredictorTrack::from_states(model, &baseline.states);
-    Ok(Reference {
-        baseline,
-        criterion: epsilon,
+    Ok(Theory {
         optimum,
         optimum_iterations,
         optimum_metric,

@@ -19,12 +19,14 @@
 //! model's norm ([`Model::distance`]), after the model stored it (MLR rounds
 //! to f32).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::budget::mul;
 use super::kind::Experiment;
-use super::reference::{Reference, ReferenceFacts, Sharing, reference};
+use super::reference::{Reference, ReferenceFacts, Sharing, theory, unperturbed};
 use super::tasks::encode;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
@@ -32,7 +34,7 @@ use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{Convergence, ForkMode};
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::rng::{SimRng, run_seed};
-use crate::scenario::perturbation::{PerturbationKind, PerturbationScenario};
+use crate::scenario::perturbation::{NormScale, PerturbationKind, PerturbationScenario};
 use crate::theory::PredictorTrack;
 
 mod tables;
@@ -177,32 +179,40 @@ impl ModelVisitor for Visitor<'_> {
         let driver = self.driver;
         // One data order, run 0's, for the unperturbed run and every trial.
         let run_seed = run_seed(sc.meta.seed, 0);
-        let reference = reference(
+        let run = unperturbed(
             model,
-            &sc.model,
             sc.criterion,
             sc.max_iterations,
-            &sc.theory,
             data.size_ratio,
             run_seed,
-            self.opts.shared_outcomes.as_deref().map(|cache| Sharing {
-                cache,
-                seed: sc.meta.seed,
-                data,
-                data_opts: &self.opts.data,
-            }),
         )?;
-        let b = reference.baseline_iterations();
+        let b = run.baseline.iterations();
         let flat = model.flat_params();
         check_series(sc, flat.is_some(), b)?;
+        let sharing = self.opts.shared_outcomes.as_deref().map(|cache| Sharing {
+            cache,
+            seed: sc.meta.seed,
+            data,
+            data_opts: &self.opts.data,
+        });
+        let theory_of = || theory(model, &sc.model, &sc.theory, &run, sharing);
+        // x* before the trials only when a series perturbs relative to it;
+        // otherwise it is computed beside them (see `needs_optimum`).
+        let early = if needs_optimum(sc) {
+            Some(theory_of()?)
+        } else {
+            None
+        };
         let params = flat.map_or(0, |f| f.param_count());
-        let mut optimum_flat = vec![0.0; params];
-        if let Some(f) = flat {
-            f.read_params(&reference.optimum, &mut optimum_flat);
+        let mut optimum_flat = Vec::new();
+        if let (Some(f), Some(t)) = (flat, &early) {
+            optimum_flat.resize(params, 0.0);
+            f.read_params(t.optimum(), &mut optimum_flat);
         }
         let ctx = Ctx {
             model,
-            reference: &reference,
+            baseline: &run.baseline,
+            optimum: early.as_ref().map(|t| t.optimum()),
             flat,
             optimum_flat,
             init: model.init(),
@@ -223,9 +233,9 @@ impl ModelVisitor for Visitor<'_> {
         // A unit never perturbed before the run converges is the unperturbed
         // run; the others join cohorts in order of their first perturbation,
         // so the members of a cohort step together from nearby iterations.
-        let (unperturbed, starts) = split_unperturbed(sc, &units, &todo, b);
-        let unperturbed = encode(unperturbed)?;
-        driver.finished(&unperturbed)?;
+        let (unperturbed_units, starts) = split_unperturbed(sc, &units, &todo, b);
+        let unperturbed_units = encode(unperturbed_units)?;
+        driver.finished(&unperturbed_units)?;
         // Cohorts of the model's size (a naive one-at-a-time loop with
         // `--rerun`); a task of one-trial cohorts takes several, so that tiny
         // trials (QP) are journalled together.
@@ -235,38 +245,65 @@ impl ModelVisitor for Visitor<'_> {
         };
         let task = if size == 1 { JOURNAL_CHUNK } else { size };
         let convergence = Convergence {
-            criterion: reference.criterion,
+            criterion: run.criterion,
             max_iterations: sc.max_iterations,
         };
         let certify = self.opts.certify_metric;
-        let stop = || driver.cancelled();
+        // A failed x* (e.g. a rate outside (0, 1)) stops the trials: the
+        // run reports that error.
+        let failed = AtomicBool::new(false);
+        let halted = || driver.cancelled() || failed.load(Ordering::Relaxed);
         let tasks: Vec<&[Start]> = starts.chunks(task).collect();
-        let done = driver.run_tasks(
-            &tasks,
-            || model.workspace(),
-            |ws, chunk| {
-                let mut records = Vec::with_capacity(chunk.len());
-                for cohort in chunk.chunks(size) {
-                    if driver.cancelled() {
-                        return Ok(None);
+        let mut late = None;
+        let done = rayon::scope(|s| {
+            if early.is_none() {
+                // On a worker of this run's pool (so its CPU time is the
+                // run's); the trials take the others, and all of them once
+                // it is done. Waiting for another scenario's x* blocks only
+                // this job.
+                let (late, failed) = (&mut late, &failed);
+                s.spawn(move |_| {
+                    let t = theory_of();
+                    failed.store(t.is_err(), Ordering::Relaxed);
+                    *late = Some(t);
+                });
+            }
+            driver.run_tasks(
+                &tasks,
+                || model.workspace(),
+                |ws, chunk| {
+                    let mut records = Vec::with_capacity(chunk.len());
+                    for cohort in chunk.chunks(size) {
+                        if halted() {
+                            return Ok(None);
+                        }
+                        let trials = cohort
+                            .iter()
+                            .map(|(first, u, timing)| {
+                                let (s, t) = units[*u];
+                                ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
+                            })
+                            .collect();
+                        let Some(results) =
+                            ctx.run_cohort(trials, &convergence, certify, ws, &halted)
+                        else {
+                            return Ok(None);
+                        };
+                        records.extend(cohort.iter().map(|(_, u, _)| *u).zip(results));
                     }
-                    let trials = cohort
-                        .iter()
-                        .map(|(first, u, timing)| {
-                            let (s, t) = units[*u];
-                            ctx.trial(&sc.series[s], *first, timing.clone(), seed, t)
-                        })
-                        .collect();
-                    let Some(results) = ctx.run_cohort(trials, &convergence, certify, ws, &stop)
-                    else {
-                        return Ok(None);
-                    };
-                    records.extend(cohort.iter().map(|(_, u, _)| *u).zip(results));
-                }
-                Ok(Some(records))
-            },
-        )?;
-        let done = std::iter::once(unperturbed).chain(done);
+                    Ok(Some(records))
+                },
+            )
+        });
+        drop(ctx);
+        let theory = match (early, late) {
+            (Some(t), _) => t,
+            (None, Some(t)) => t?,
+            (None, None) => unreachable!("the scope joined the job computing x*"),
+        };
+        let done = done?;
+        let reference = Reference::of(run, theory);
+        let done = std::iter::once(unperturbed_units).chain(done);
         let records = driver.collect(done, &mine)?;
         let context = PerturbationContext::new(model, &reference, data);
         Ok(RawResult {
@@ -274,6 +311,19 @@ impl ModelVisitor for Visitor<'_> {
             records,
         })
     }
+}
+
+/// Whether a series of `sc` perturbs relative to x* (adversarial
+/// perturbations point away from it; a norm may be scaled by ‖x − x*‖), so
+/// that x* must be known before the trials. Otherwise the trials need only
+/// the unperturbed run, and x* (for `optimum_iterations = N`, N − B more
+/// iterations of one run, serial) is computed on one worker beside them.
+fn needs_optimum(sc: &PerturbationScenario) -> bool {
+    sc.series.iter().any(|s| {
+        s.kind == PerturbationKind::Adversarial
+            || s.norm
+                .is_some_and(|n| n.relative_to == NormScale::OptimumDistance)
+    })
 }
 
 /// Every series of `sc` can run on the model (`flat`: it has real-valued

@@ -4,6 +4,7 @@
 use super::tables::derive;
 use super::trial::Buffers;
 use super::*;
+use crate::experiment::reference::reference;
 use crate::model::ModelSpec;
 use crate::model::quadratic::qp::{OPTIMUM, Qp, QpConfig};
 use crate::rng::{Purpose, stream};
@@ -58,7 +59,8 @@ fn perturbation_kinds_have_their_norms() {
     assert_abs_diff_eq!(r.initial_distance, 2.0, epsilon = 1e-12);
     let ctx = Ctx {
         model: &qp,
-        reference: &r,
+        baseline: &r.baseline,
+        optimum: Some(&r.optimum),
         flat: qp.flat_params(),
         optimum_flat: OPTIMUM.to_vec(),
         init: qp.init(),
@@ -125,7 +127,8 @@ fn adversarial_qp_trial_sits_at_the_bound() {
     let r = qp_reference(&qp);
     let ctx = Ctx {
         model: &qp,
-        reference: &r,
+        baseline: &r.baseline,
+        optimum: Some(&r.optimum),
         flat: qp.flat_params(),
         optimum_flat: OPTIMUM.to_vec(),
         init: qp.init(),

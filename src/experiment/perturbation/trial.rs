@@ -6,7 +6,6 @@ use rand_distr::StandardNormal;
 
 use super::TrialResult;
 use crate::engine::{Baseline, Convergence, ForkMode, TrialHook, run_hooked, trial::rerun};
-use crate::experiment::reference::Reference;
 use crate::model::{FlatParams, Model};
 use crate::rng::{Purpose, SimRng, stream};
 use crate::scenario::perturbation::{NormScale, PerturbationKind, PerturbationSeries, Schedule};
@@ -20,7 +19,11 @@ pub(super) struct Buffers {
 /// Everything a trial reads.
 pub(super) struct Ctx<'a, M: Model> {
     pub(super) model: &'a M,
-    pub(super) reference: &'a Reference<M::State>,
+    /// x(0), …, x(B).
+    pub(super) baseline: &'a Baseline<M::State>,
+    /// x*, when a series perturbs relative to it (else it is computed
+    /// beside the trials, see [`super::needs_optimum`]).
+    pub(super) optimum: Option<&'a M::State>,
     pub(super) flat: Option<&'a dyn FlatParams<M::State>>,
     pub(super) optimum_flat: Vec<f64>,
     pub(super) init: M::State,
@@ -132,7 +135,7 @@ impl<'a, M: Model> Ctx<'a, M> {
     ) -> Option<Vec<TrialResult>> {
         let finished = run_hooked(
             self.model,
-            &self.reference.baseline,
+            self.baseline,
             convergence,
             &mut trials,
             certify,
@@ -183,9 +186,11 @@ impl<'a, M: Model> Ctx<'a, M> {
                 let flat = self.flat.expect("checked before the trials");
                 let scale = match spec.relative_to {
                     NormScale::Absolute => 1.0,
-                    NormScale::OptimumDistance => {
-                        self.model.distance(state, &self.reference.optimum)
-                    }
+                    NormScale::OptimumDistance => self.model.distance(
+                        state,
+                        self.optimum
+                            .expect("x* comes before the trials of a series scaled by it"),
+                    ),
                 };
                 let target = spec.draw.at(u) * scale;
                 flat.read_params(state, &mut buf.params);
@@ -194,6 +199,11 @@ impl<'a, M: Model> Ctx<'a, M> {
                         *z = rng.sample(StandardNormal);
                     }
                 } else {
+                    assert_eq!(
+                        self.optimum_flat.len(),
+                        buf.params.len(),
+                        "x* comes before the trials of an adversarial series"
+                    );
                     for ((d, p), o) in buf
                         .noise
                         .iter_mut()
