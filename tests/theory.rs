@@ -20,6 +20,15 @@ fn run(text: &str) -> experiment::Outcome {
 /// [`run`] with the engine's shortcuts chosen: `Rerun` runs each trial alone
 /// from x(0), `certify = false` evaluates the metric at every iteration.
 fn run_with(text: &str, fork_mode: ForkMode, certify_metric: bool) -> experiment::Outcome {
+    try_run(text, fork_mode, certify_metric).expect("runs")
+}
+
+/// Runs `text` on the 2% stand-ins with 2 threads.
+fn try_run(
+    text: &str,
+    fork_mode: ForkMode,
+    certify_metric: bool,
+) -> anyhow::Result<experiment::Outcome> {
     let sc = scenario::parse(text, "test").expect("valid scenario");
     let opts = RunOptions {
         data: DataOptions {
@@ -34,7 +43,7 @@ fn run_with(text: &str, fork_mode: ForkMode, certify_metric: bool) -> experiment
         share_identical_trials: true,
         shared_outcomes: None,
     };
-    experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()).expect("runs")
+    experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden())
 }
 
 fn num(t: &Table, row: &[String], name: &str) -> f64 {
@@ -277,27 +286,11 @@ fn a_rate_outside_the_unit_interval_fails_the_run_either_way() {
         .replace("trials = 100", "trials = 6")
         .replace("optimum_iterations = 1000", "optimum_iterations = 60")
         .replace("rate = \"fitted\"", "rate = \"max-ratio\"");
-    for (name, text_) in [("lda", lda)] {
-        let sc = scenario::parse(&text_, "test").expect("valid scenario");
-        let opts = RunOptions {
-            data: DataOptions {
-                data_dir: "data".into(),
-                synthetic: true,
-                synthetic_scale: 0.02,
-            },
-            out_dir: std::env::temp_dir(),
-            threads: 2,
-            fork_mode: ForkMode::Fork,
-            certify_metric: true,
-            share_identical_trials: true,
-            shared_outcomes: None,
-        };
-        let e = match experiment::run(&sc, &opts, &DataCache::new(), &ProgressBar::hidden()) {
-            Ok(_) => panic!("{name}: ran"),
-            Err(e) => format!("{e:#}"),
-        };
-        assert!(e.contains("is not in (0, 1)"), "{name}: {e}");
-    }
+    let e = match try_run(&lda, ForkMode::Fork, true) {
+        Ok(_) => panic!("ran"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(e.contains("is not in (0, 1)"), "{e}");
 }
 
 /// Resets are generic over blocks and record the fraction reset.
