@@ -146,7 +146,7 @@ pub(crate) fn reference<M: Model>(
     sharing: Option<Sharing<'_>>,
 ) -> Result<Reference<M::State>> {
     let u = unperturbed(model, criterion, max_iterations, size_ratio, run_seed)?;
-    let t = theory(model, spec, theory_spec, &u, sharing)?;
+    let t = theory(model, spec, theory_spec, &u, sharing, &|| false)?;
     Ok(Reference::of(u, t))
 }
 
@@ -179,12 +179,14 @@ pub(crate) fn unperturbed<M: Model>(
 /// ‖x(k) − x*‖ along the unperturbed run and the rate c. With `sharing`, a
 /// long-run x* another scenario computed from the same run is taken instead
 /// of running it again (the same state: the run's steps do not depend on ε).
+/// When `stop()` turns true the long run ends early with an error.
 pub(crate) fn theory<M: Model>(
     model: &M,
     spec: &ModelSpec,
     theory: &TheorySpec,
     unperturbed: &Unperturbed<M::State>,
     sharing: Option<Sharing<'_>>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Theory<M::State>> {
     let mut ws = model.workspace();
     let baseline = &unperturbed.baseline;
@@ -195,10 +197,10 @@ pub(crate) fn theory<M: Model>(
             let key =
                 LongRunKey::new::<M>(spec, sh.seed, sh.data, sh.data_opts, run_seed, iterations)?;
             sh.cache.long_run(&key, || {
-                estimate_optimum(model, &mut ws, spec, theory, baseline, run_seed)
+                estimate_optimum(model, &mut ws, spec, theory, baseline, stop)
             })?
         }
-        _ => estimate_optimum(model, &mut ws, spec, theory, baseline, run_seed)?,
+        _ => estimate_optimum(model, &mut ws, spec, theory, baseline, stop)?,
     };
     let optimum_iterations = match theory.optimum {
         OptimumSpec::LongRun { iterations } => Some(iterations),
@@ -290,9 +292,10 @@ fn estimate_optimum<M: Model>(
     spec: &ModelSpec,
     theory: &TheorySpec,
     baseline: &Baseline<M::State>,
-    run_seed: u64,
+    stop: &dyn Fn() -> bool,
 ) -> Result<M::State> {
     let b = baseline.iterations();
+    let run_seed = baseline.run_seed;
     match theory.optimum {
         OptimumSpec::LongRun { iterations: n } => {
             if n <= b {
@@ -304,6 +307,9 @@ fn estimate_optimum<M: Model>(
             let mut optimum = baseline.states[b].clone();
             model.rebuild_derived(&mut optimum);
             for k in b..n {
+                if stop() {
+                    bail!("stopped while estimating x* (iteration {k} of {n})");
+                }
                 model.step(
                     &mut optimum,
                     IterCtx {

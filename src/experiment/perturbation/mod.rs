@@ -195,11 +195,18 @@ impl ModelVisitor for Visitor<'_> {
             data,
             data_opts: &self.opts.data,
         });
-        let theory_of = || theory(model, &sc.model, &sc.theory, &run, sharing);
         // x* before the trials only when a series perturbs relative to it;
-        // otherwise it is computed beside them (see `needs_optimum`).
+        // otherwise it is computed beside them (see `needs_optimum`), and an
+        // interruption stops it with the trials.
         let early = if needs_optimum(sc) {
-            Some(theory_of()?)
+            Some(theory(
+                model,
+                &sc.model,
+                &sc.theory,
+                &run,
+                sharing,
+                &|| false,
+            )?)
         } else {
             None
         };
@@ -262,8 +269,10 @@ impl ModelVisitor for Visitor<'_> {
                 // it is done. Waiting for another scenario's x* blocks only
                 // this job.
                 let (late, failed) = (&mut late, &failed);
+                let run = &run;
                 s.spawn(move |_| {
-                    let t = theory_of();
+                    let stop = || driver.cancelled();
+                    let t = theory(model, &sc.model, &sc.theory, run, sharing, &stop);
                     failed.store(t.is_err(), Ordering::Relaxed);
                     *late = Some(t);
                 });
@@ -296,6 +305,9 @@ impl ModelVisitor for Visitor<'_> {
             )
         });
         drop(ctx);
+        if driver.cancelled() {
+            return Err(driver.interrupted(mine.len()));
+        }
         let theory = match (early, late) {
             (Some(t), _) => t,
             (None, Some(t)) => t?,
