@@ -327,7 +327,11 @@ impl RunKey {
 /// What x(N), the unperturbed run continued to N iterations, depends on:
 /// the model's type and spec, the scenario seed (stand-ins, model builds),
 /// the data used, the run's data order and N. Not ε: the run's states do not
-/// depend on where it is said to converge.
+/// depend on where it is said to converge. Nor B, the state the continuation
+/// starts from: a state forked from a snapshot of the run steps exactly as
+/// the run did ([`Model::snapshot`](crate::model::Model::snapshot)'s
+/// contract, which the fork shortcut's tests check against reruns), so any
+/// x(B) continued to N gives the same x(N).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct LongRunKey(String);
 
