@@ -320,7 +320,7 @@ fn plan_by_sample(scenario: &Scenario, opts: &RunOptions, cache: &DataCache) -> 
         index: 0,
         count: unit_count(&sample).max(1),
     };
-    let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never);
+    let driver = Driver::new(Some(one), Records::new(), None, &hidden, &never).timing_setup();
     let started = std::time::Instant::now();
     run_raw(&sample, opts, cache, &driver)?;
     let total = started.elapsed().as_secs_f64();

@@ -383,6 +383,8 @@ pub(crate) struct Driver<'a> {
     /// The expected cost of every unit, as given to [`Driver::assign`]:
     /// [`Driver::run_units`] starts the most expensive first.
     costs: std::sync::OnceLock<Vec<f64>>,
+    /// `--plan` times the setup apart ([`Driver::timing_setup`]).
+    setup_apart: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -404,7 +406,25 @@ impl<'a> Driver<'a> {
             shared_across: std::sync::atomic::AtomicUsize::new(0),
             assigned_at: std::sync::OnceLock::new(),
             costs: std::sync::OnceLock::new(),
+            setup_apart: false,
         }
+    }
+
+    /// This driver times the run's setup apart from its units (`--plan`):
+    /// the run does all of its one-time work before [`Driver::assign`],
+    /// including what it would otherwise do beside the units (a
+    /// perturbation run's x*).
+    pub(crate) fn timing_setup(self) -> Driver<'a> {
+        Driver {
+            setup_apart: true,
+            ..self
+        }
+    }
+
+    /// Whether the one-time work must all come before [`Driver::assign`]
+    /// ([`Driver::timing_setup`]).
+    pub(crate) fn times_setup(&self) -> bool {
+        self.setup_apart
     }
 
     /// When the run first asked for its units ([`Driver::assign`]), if it has.

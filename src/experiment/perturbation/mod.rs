@@ -195,10 +195,11 @@ impl ModelVisitor for Visitor<'_> {
             data,
             data_opts: &self.opts.data,
         });
-        // x* before the trials only when a series perturbs relative to it;
-        // otherwise it is computed beside them (see `needs_optimum`), and an
-        // interruption stops it with the trials.
-        let early = if needs_optimum(sc) {
+        // x* before the trials only when a series perturbs relative to it
+        // or `--plan` times the setup apart; otherwise it is computed beside
+        // them (see `needs_optimum`), and an interruption stops it with the
+        // trials.
+        let early = if optimum_first(sc, driver) {
             Some(theory(
                 model,
                 &sc.model,
@@ -336,6 +337,14 @@ fn needs_optimum(sc: &PerturbationScenario) -> bool {
             || s.norm
                 .is_some_and(|n| n.relative_to == NormScale::OptimumDistance)
     })
+}
+
+/// Whether x* is computed before the trials: when a series needs it
+/// ([`needs_optimum`]), or when `--plan` times the setup apart from the
+/// units (x* is setup, paid once; timed beside a sample unit it would be
+/// scaled up with it).
+fn optimum_first(sc: &PerturbationScenario, driver: &Driver<'_>) -> bool {
+    needs_optimum(sc) || driver.times_setup()
 }
 
 /// Every series of `sc` can run on the model (`flat`: it has real-valued

@@ -152,3 +152,24 @@ fn adversarial_qp_trial_sits_at_the_bound() {
         assert!(row.cost > row.bound - 1.0, "{} vs {}", row.cost, row.bound);
     }
 }
+
+/// x* comes before the trials when a series perturbs relative to it, or when
+/// `--plan` times the setup apart (it would otherwise be timed as part of
+/// the sample unit and scaled up); resets alone compute it beside them.
+#[test]
+fn x_star_comes_first_when_a_series_needs_it_or_a_plan_times_the_setup() {
+    let load = |name: &str| match crate::scenario::load(name).expect("bundled").0 {
+        crate::scenario::Scenario::Perturbation(p) => p,
+        _ => panic!("{name} is a perturbation scenario"),
+    };
+    let (bar, cancel) = (
+        indicatif::ProgressBar::hidden(),
+        std::sync::atomic::AtomicBool::new(false),
+    );
+    let run = || Driver::new(None, Default::default(), None, &bar, &cancel);
+    let reset = load("scar-reset-lda");
+    assert!(!optimum_first(&reset, &run()));
+    assert!(optimum_first(&reset, &run().timing_setup()));
+    let adversarial = load("scar-bound-mlr-adversarial");
+    assert!(optimum_first(&adversarial, &run()));
+}
