@@ -330,7 +330,16 @@ pub(crate) fn reproduce(
         return run_shard(task, &jobs, opts, scale, &pool, &cache, progress, log);
     }
     let (entries, figure_files) = if opts.merge.is_empty() {
-        run_all(&jobs, opts, scale, &cache, progress, log)?
+        let done = run_all(&jobs, opts, scale, &cache, progress, log)?;
+        // Not in REPORT.md, which a merge of shards must write the same.
+        let taken = cache.outcomes.as_ref().map_or(0, |o| o.long_runs_taken());
+        if taken > 0 {
+            log(&format!(
+                "long-run optima shared: {taken} scenario(s) took x* = x(N) from another scenario \
+                 of this run (same model, data, seed, data order and N)"
+            ));
+        }
+        done
     } else {
         let done: Vec<(Entry, Vec<PathBuf>)> = jobs
             .iter()
@@ -358,8 +367,7 @@ pub(crate) fn reproduce(
         grids.push((key, stem, members));
     }
     let seconds = started.elapsed().as_secs_f64();
-    let long_runs_taken = cache.outcomes.as_ref().map_or(0, |o| o.long_runs_taken());
-    let text = report_text(opts, &entries, &ok, &grids, seconds, long_runs_taken)?;
+    let text = report_text(opts, &entries, &ok, &grids, seconds)?;
     crate::report::outdir::ensure_root(&opts.out_dir, &mut crate::report::outdir::Created::new())?;
     let report = crate::report::outdir::file(&opts.out_dir, REPORT_FILE)?;
     crate::report::outdir::write_file(&report, text.as_bytes())?;

@@ -23,12 +23,11 @@ pub(super) fn report_text(
     ok: &[Results],
     grids: &[(String, String, Vec<usize>)],
     seconds: f64,
-    long_runs_taken: usize,
 ) -> Result<String> {
     let mut md = String::new();
     let w = &mut md;
     header(w, opts, entries, seconds)?;
-    scenarios(w, opts, entries, long_runs_taken)?;
+    scenarios(w, opts, entries)?;
     for (key, stem, members) in grids {
         figure(w, opts, ok, key, stem, members)?;
     }
@@ -100,14 +99,8 @@ fn header(w: &mut String, opts: &ReproduceOptions, entries: &[Entry], seconds: f
 }
 
 /// One row per scenario: panel, data, trials, wall and CPU time, units
-/// taken from other scenarios, figure. `long_runs_taken`: long-run optima
-/// x* a scenario took from another instead of computing them.
-fn scenarios(
-    w: &mut String,
-    opts: &ReproduceOptions,
-    entries: &[Entry],
-    long_runs_taken: usize,
-) -> Result<()> {
+/// taken from other scenarios, figure.
+fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Result<()> {
     writeln!(w, "## Scenarios\n")?;
     let shared: u64 = entries
         .iter()
@@ -123,16 +116,6 @@ fn scenarios(
              of running; the CSV files are the same as with `--no-share-across`, which runs them \
              all. A scenario's CPU time does not include the trials it took.\n"
         )?;
-        if long_runs_taken > 0 {
-            writeln!(
-                w,
-                "Long-run optima shared: {long_runs_taken} scenario(s) took x* = x(N), the \
-                 unperturbed run continued to `theory.optimum_iterations = N`, from another \
-                 scenario of this run with the same model, data, seed, data order and N instead \
-                 of running those iterations again (the same state; their CPU time does not \
-                 include them).\n"
-            )?;
-        }
     } else {
         writeln!(
             w,
