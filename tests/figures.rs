@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{scarsim, small_recovery, stderr, tmpdir};
+use common::{QUICK_REPRODUCE, scarsim, small_recovery, stderr, tmpdir};
 
 /// Pixel size of a single-scenario figure (render::SINGLE_SIZE).
 const SINGLE: (u32, u32) = (1000, 680);
@@ -376,22 +376,12 @@ fn reproduce_uses_real_data_where_present_and_reports_failures() {
     // With --synthetic the present file is ignored and everything runs.
     let o = scarsim(
         &dir,
-        &[
-            "reproduce",
-            "--quick",
-            "--synthetic",
-            "--trials",
-            "2",
-            "--scale",
-            "0.02",
-            "--out",
-            "syn",
-            "--quiet",
-        ]
-        .iter()
-        .chain(&partial)
-        .copied()
-        .collect::<Vec<&str>>(),
+        &QUICK_REPRODUCE
+            .iter()
+            .chain(&["--out", "syn", "--quiet"])
+            .chain(&partial)
+            .copied()
+            .collect::<Vec<&str>>(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let report = std::fs::read_to_string(dir.join("syn/REPORT.md")).unwrap();

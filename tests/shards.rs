@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_ok, scarsim, small_recovery, stderr, tmpdir};
+use common::{QUICK_REPRODUCE, run_ok, scarsim, small_recovery, stderr, tmpdir};
 
 const OUTPUTS: [&str; 3] = ["summary.csv", "trials.csv", "baseline.csv"];
 
@@ -310,27 +310,24 @@ fn report_without_times(path: &Path) -> String {
 fn sharded_reproduce_merges_into_the_bytes_of_one_reproduce() {
     let dir = tmpdir("reproduce-shards");
     let common = [
-        "reproduce",
-        "--quick",
-        "--trials",
-        "2",
-        "--scale",
-        "0.02",
-        "--synthetic",
-        "--threads",
-        "1",
-        "--quiet",
-        "--only",
-        "daly-interval",
-        "--only",
-        "scar-priority-mlr-covtype",
-        "--only",
-        "scar-precision-qp",
-        "--only",
-        "scar-bound-qp-rho",
-        "--data-dir",
-        "none",
-    ];
+        &QUICK_REPRODUCE[..],
+        &[
+            "--threads",
+            "1",
+            "--quiet",
+            "--only",
+            "daly-interval",
+            "--only",
+            "scar-priority-mlr-covtype",
+            "--only",
+            "scar-precision-qp",
+            "--only",
+            "scar-bound-qp-rho",
+            "--data-dir",
+            "none",
+        ],
+    ]
+    .concat();
     std::fs::create_dir_all(dir.join("whole")).unwrap();
     std::fs::create_dir_all(dir.join("sharded")).unwrap();
     run_ok(

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{scarsim, stderr, tmpdir};
+use common::{QUICK_REPRODUCE, scarsim, stderr, tmpdir};
 
 /// Every CSV file under `dir`, relative to it, sorted.
 fn csv_files(dir: &Path) -> Vec<PathBuf> {
@@ -52,20 +52,8 @@ fn sharing_across_scenarios_changes_no_byte() {
         })
         .collect();
     assert!(names.len() >= 16, "{names:?}");
-    let mut args = vec![
-        "reproduce",
-        "--quick",
-        "--trials",
-        "2",
-        "--scale",
-        "0.02",
-        "--synthetic",
-        "--threads",
-        "2",
-        "--quiet",
-        "--data-dir",
-        "none",
-    ];
+    let mut args = QUICK_REPRODUCE.to_vec();
+    args.extend(["--threads", "2", "--quiet", "--data-dir", "none"]);
     for n in &names {
         args.extend(["--only", n]);
     }
@@ -132,24 +120,21 @@ fn sharing_across_scenarios_changes_no_byte() {
 fn sharing_the_long_run_optimum_changes_no_byte() {
     let dir = tmpdir("share-optimum");
     let args = [
-        "reproduce",
-        "--quick",
-        "--trials",
-        "2",
-        "--scale",
-        "0.02",
-        "--synthetic",
-        "--threads",
-        "1",
-        "--scenarios-at-once",
-        "2",
-        "--data-dir",
-        "none",
-        "--only",
-        "scar-reset-lda",
-        "--only",
-        "scar-reset-lda-paper",
-    ];
+        &QUICK_REPRODUCE[..],
+        &[
+            "--threads",
+            "1",
+            "--scenarios-at-once",
+            "2",
+            "--data-dir",
+            "none",
+            "--only",
+            "scar-reset-lda",
+            "--only",
+            "scar-reset-lda-paper",
+        ],
+    ]
+    .concat();
     let on = [&args[..], &["--out", "on"]].concat();
     let off = [&args[..], &["--no-share-across", "--out", "off"]].concat();
     let mut logs = Vec::new();

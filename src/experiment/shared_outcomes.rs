@@ -267,9 +267,11 @@ impl<'a> RunShare<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct RunKey(String);
 
-/// The parts of a [`RunKey`]. Floats are keyed by their bits.
+/// What both keys start from: the program, the model as written, the
+/// scenario seed and the data actually used (and how it was obtained).
+/// Floats are keyed by their bits.
 #[derive(Serialize)]
-struct RunParts<'a> {
+struct DataIdentity<'a> {
     version: &'static str,
     model: &'a crate::model::ModelSpec,
     seed: u64,
@@ -279,6 +281,34 @@ struct RunParts<'a> {
     synthetic: bool,
     synthetic_scale: u64,
     data_dir: &'a [u8],
+}
+
+impl<'a> DataIdentity<'a> {
+    fn new(
+        model: &'a crate::model::ModelSpec,
+        seed: u64,
+        data: &'a DataUsed,
+        data_opts: &'a DataOptions,
+    ) -> DataIdentity<'a> {
+        DataIdentity {
+            version: env!("CARGO_PKG_VERSION"),
+            model,
+            seed,
+            dataset: data.dataset,
+            provenance: &data.provenance,
+            size_ratio: data.size_ratio.to_bits(),
+            synthetic: data_opts.synthetic,
+            synthetic_scale: data_opts.synthetic_scale.to_bits(),
+            data_dir: data_opts.data_dir.as_os_str().as_encoded_bytes(),
+        }
+    }
+}
+
+/// The parts of a [`RunKey`]. Floats are keyed by their bits.
+#[derive(Serialize)]
+struct RunParts<'a> {
+    #[serde(flatten)]
+    identity: DataIdentity<'a>,
     data_order: crate::scenario::DataOrderMode,
     criterion_used: u64,
     max_iterations: usize,
@@ -300,15 +330,7 @@ impl RunKey {
         blocks: usize,
     ) -> Result<RunKey> {
         let parts = RunParts {
-            version: env!("CARGO_PKG_VERSION"),
-            model: &sc.model,
-            seed: sc.meta.seed,
-            dataset: data.dataset,
-            provenance: &data.provenance,
-            size_ratio: data.size_ratio.to_bits(),
-            synthetic: data_opts.synthetic,
-            synthetic_scale: data_opts.synthetic_scale.to_bits(),
-            data_dir: data_opts.data_dir.as_os_str().as_encoded_bytes(),
+            identity: DataIdentity::new(&sc.model, sc.meta.seed, data, data_opts),
             data_order: sc.data_order,
             criterion_used: convergence.criterion.to_bits(),
             max_iterations: convergence.max_iterations,
@@ -337,16 +359,9 @@ pub(crate) struct LongRunKey(String);
 
 #[derive(Serialize)]
 struct LongRunParts<'a> {
-    version: &'static str,
+    #[serde(flatten)]
+    identity: DataIdentity<'a>,
     model_type: &'static str,
-    model: &'a crate::model::ModelSpec,
-    seed: u64,
-    dataset: crate::data::DatasetName,
-    provenance: &'a crate::data::Provenance,
-    size_ratio: u64,
-    synthetic: bool,
-    synthetic_scale: u64,
-    data_dir: &'a [u8],
     run_seed: u64,
     iterations: usize,
 }
@@ -364,16 +379,8 @@ impl LongRunKey {
         iterations: usize,
     ) -> Result<LongRunKey> {
         let parts = LongRunParts {
-            version: env!("CARGO_PKG_VERSION"),
+            identity: DataIdentity::new(model, seed, data, data_opts),
             model_type: std::any::type_name::<M>(),
-            model,
-            seed,
-            dataset: data.dataset,
-            provenance: &data.provenance,
-            size_ratio: data.size_ratio.to_bits(),
-            synthetic: data_opts.synthetic,
-            synthetic_scale: data_opts.synthetic_scale.to_bits(),
-            data_dir: data_opts.data_dir.as_os_str().as_encoded_bytes(),
             run_seed,
             iterations,
         };

@@ -100,6 +100,18 @@ pub fn assert_listed_with_panels(dir: &Path, panels: &[(&str, &str)]) {
     }
 }
 
+/// `reproduce` at CI size: 2 trials per point, the stand-ins at 2% of the
+/// real datasets' size, even where real data is present.
+pub const QUICK_REPRODUCE: [&str; 7] = [
+    "reproduce",
+    "--quick",
+    "--trials",
+    "2",
+    "--scale",
+    "0.02",
+    "--synthetic",
+];
+
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
