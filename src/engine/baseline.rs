@@ -48,40 +48,93 @@ pub(crate) fn run_baseline<M: Model>(
     convergence: &Convergence,
     run_seed: u64,
 ) -> Result<Baseline<M::State>> {
-    let mut ws = model.workspace();
-    let mut state = model.init();
-    let mut states = Vec::new();
-    let mut metrics = Vec::new();
-    let mut best = f64::INFINITY;
-    for k in 0..=convergence.max_iterations {
-        let m = model.metric(&state, &mut ws);
-        if !m.is_finite() {
-            bail!(
-                "the unperturbed run diverged: the metric is {m} at iteration {k}; lower the learning rate"
-            );
-        }
-        best = best.min(m);
-        states.push(model.snapshot(&state));
-        metrics.push(m);
-        if m <= convergence.criterion {
-            return Ok(Baseline {
-                states,
-                metrics,
-                run_seed,
-            });
-        }
-        if k < convergence.max_iterations {
-            model.step(
-                &mut state,
-                IterCtx {
-                    iteration: k,
-                    run_seed,
-                },
-                &mut ws,
-            );
+    RunStart::new(model, run_seed).finish(model, convergence)
+}
+
+/// The first states of an unperturbed run, recorded before its criterion is
+/// known (a criterion set from the run's own metric, SCAR §5.2's "converges
+/// in n iterations"): x(0..=k) with their metrics, and the live x(k) with its
+/// workspace. [`RunStart::finish`] continues it to the criterion, so the
+/// prefix is stepped once; the result is exactly [`run_baseline`]'s (the same
+/// steps and metrics in the same order on the same workspace).
+pub(crate) struct RunStart<M: Model> {
+    state: M::State,
+    ws: M::Workspace,
+    states: Vec<M::State>,
+    metrics: Vec<f64>,
+    run_seed: u64,
+}
+
+impl<M: Model> RunStart<M> {
+    /// x(0), not yet measured.
+    pub(crate) fn new(model: &M, run_seed: u64) -> RunStart<M> {
+        RunStart {
+            state: model.init(),
+            ws: model.workspace(),
+            states: Vec::new(),
+            metrics: Vec::new(),
+            run_seed,
         }
     }
-    Err(not_converged(convergence, best))
+
+    /// Steps to x(`k`) (if not there yet), recording each state and metric;
+    /// returns the metric of x(`k`).
+    pub(crate) fn advance_to(&mut self, model: &M, k: usize) -> f64 {
+        while self.states.len() <= k {
+            self.record_next(model);
+        }
+        self.metrics[k]
+    }
+
+    /// Records the next state: x(0) as built, else one step past the last.
+    fn record_next(&mut self, model: &M) {
+        if let Some(k) = self.states.len().checked_sub(1) {
+            model.step(
+                &mut self.state,
+                IterCtx {
+                    iteration: k,
+                    run_seed: self.run_seed,
+                },
+                &mut self.ws,
+            );
+        }
+        let m = model.metric(&self.state, &mut self.ws);
+        self.states.push(model.snapshot(&self.state));
+        self.metrics.push(m);
+    }
+
+    /// The run until its first state whose metric meets the criterion
+    /// (states recorded past it are dropped). Fails with advice if it
+    /// diverges or does not converge within `max_iterations`.
+    pub(crate) fn finish(
+        mut self,
+        model: &M,
+        convergence: &Convergence,
+    ) -> Result<Baseline<M::State>> {
+        let mut best = f64::INFINITY;
+        for k in 0..=convergence.max_iterations {
+            if k == self.states.len() {
+                self.record_next(model);
+            }
+            let m = self.metrics[k];
+            if !m.is_finite() {
+                bail!(
+                    "the unperturbed run diverged: the metric is {m} at iteration {k}; lower the learning rate"
+                );
+            }
+            best = best.min(m);
+            if m <= convergence.criterion {
+                self.states.truncate(k + 1);
+                self.metrics.truncate(k + 1);
+                return Ok(Baseline {
+                    states: self.states,
+                    metrics: self.metrics,
+                    run_seed: self.run_seed,
+                });
+            }
+        }
+        Err(not_converged(convergence, best))
+    }
 }
 
 /// The unperturbed runs of several data orders (one per seed of `run_seeds`),
@@ -195,6 +248,97 @@ mod tests {
     use super::*;
     use crate::data::synthetic;
     use crate::model::mlr::{Mlr, MlrConfig};
+
+    /// The unperturbed run written out: x(0), its metric, a step, its
+    /// metric… to the first metric at or below `criterion` (at most
+    /// `max_iterations` steps), on one state and workspace; `None` when it
+    /// does not get there.
+    fn brute_force_run<M: Model>(
+        model: &M,
+        criterion: f64,
+        max_iterations: usize,
+        run_seed: u64,
+    ) -> Option<(Vec<M::State>, Vec<u64>)> {
+        let mut ws = model.workspace();
+        let mut state = model.init();
+        let (mut states, mut metrics) = (Vec::new(), Vec::new());
+        for k in 0..=max_iterations {
+            if k > 0 {
+                let ctx = IterCtx {
+                    iteration: k - 1,
+                    run_seed,
+                };
+                model.step(&mut state, ctx, &mut ws);
+            }
+            let m = model.metric(&state, &mut ws);
+            states.push(state.clone());
+            metrics.push(m.to_bits());
+            if m <= criterion {
+                return Some((states, metrics));
+            }
+        }
+        None
+    }
+
+    /// A run whose first states were recorded before its criterion was known
+    /// (`advance_to`, as a criterion set from the run's own metric does) ends
+    /// exactly where and as the run written out does: prefixes shorter than
+    /// the run, as long, longer (states past convergence dropped) and longer
+    /// than `max_iterations` (not converged).
+    #[test]
+    fn a_run_continued_from_its_recorded_start_equals_the_run_written_out() {
+        let data = Arc::new(synthetic::mnist_like(5, 0.02));
+        let model = Mlr::new(
+            data,
+            &MlrConfig {
+                batch_size: 100,
+                learning_rate: 1e-5,
+            },
+        );
+        let seed = 77;
+        let mut probe = RunStart::new(&model, seed);
+        let criterion = probe.advance_to(&model, 6) * (1.0 - 1e-9);
+        let mut checked = 0;
+        for max_iterations in [9, 4] {
+            let expected = brute_force_run(&model, criterion, max_iterations, seed);
+            for prefix in [0, 3, 6, 8, 11] {
+                let mut start = RunStart::new(&model, seed);
+                if prefix > 0 {
+                    start.advance_to(&model, prefix);
+                }
+                let got = start.finish(
+                    &model,
+                    &Convergence {
+                        criterion,
+                        max_iterations,
+                    },
+                );
+                match (&expected, got) {
+                    (Some((states, metrics)), Ok(b)) => {
+                        assert_eq!(&b.states, states, "prefix {prefix}");
+                        let bits: Vec<u64> = b.metrics.iter().map(|m| m.to_bits()).collect();
+                        assert_eq!(&bits, metrics, "prefix {prefix}");
+                        assert_eq!(b.run_seed, seed);
+                        checked += 1;
+                    }
+                    (None, Err(e)) => {
+                        assert!(e.to_string().contains("did not reach"), "{e}");
+                        checked += 1;
+                    }
+                    (e, g) => panic!(
+                        "prefix {prefix}, max {max_iterations}: written out converges {}, continued {}",
+                        e.is_some(),
+                        g.is_ok()
+                    ),
+                }
+            }
+        }
+        assert_eq!(checked, 10);
+        // The criterion was chosen so that the run converges within 9 but
+        // not within 4 steps, so both endings were compared.
+        assert!(brute_force_run(&model, criterion, 9, seed).is_some());
+        assert!(brute_force_run(&model, criterion, 4, seed).is_none());
+    }
 
     /// Runs side by side give every run's states and metrics bit for bit as
     /// run alone, including runs that converge at different iterations and

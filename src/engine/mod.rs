@@ -16,7 +16,7 @@ pub(crate) mod baseline;
 pub(crate) mod queue;
 pub(crate) mod trial;
 
-pub(crate) use baseline::{Baseline, run_baseline, run_baselines};
+pub(crate) use baseline::{Baseline, RunStart, run_baseline, run_baselines};
 pub(crate) use queue::{EventQueue, Events, run_events};
 pub use trial::{
     EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shared_outcomes::{LongRunKey, SharedOutcomes};
 use crate::data::DataOptions;
-use crate::engine::{Baseline, Convergence, run_baseline};
+use crate::engine::{Baseline, Convergence, RunStart};
 use crate::model::DataUsed;
 use crate::model::{IterCtx, Model, ModelSpec};
 use crate::scenario::perturbation::{
@@ -159,15 +159,14 @@ pub(crate) fn unperturbed<M: Model>(
     size_ratio: f64,
     run_seed: u64,
 ) -> Result<Unperturbed<M::State>> {
-    let mut ws = model.workspace();
-    let epsilon = criterion_value(model, &mut ws, criterion, size_ratio, run_seed)?;
-    let baseline = run_baseline(
+    let mut start = RunStart::new(model, run_seed);
+    let epsilon = criterion_value(model, &mut start, criterion, size_ratio)?;
+    let baseline = start.finish(
         model,
         &Convergence {
             criterion: epsilon,
             max_iterations,
         },
-        run_seed,
     )?;
     Ok(Unperturbed {
         baseline,
@@ -253,26 +252,14 @@ pub(crate) fn theory<M: Model>(
 /// [`CRITERION_MARGIN`] (so that it converges at iteration n).
 fn criterion_value<M: Model>(
     model: &M,
-    ws: &mut M::Workspace,
+    start: &mut RunStart<M>,
     criterion: CriterionSpec,
     size_ratio: f64,
-    run_seed: u64,
 ) -> Result<f64> {
     match criterion {
         CriterionSpec::Value(e) => Ok(e * size_ratio),
         CriterionSpec::UnperturbedIterations(n) => {
-            let mut s = model.init();
-            for k in 0..n - 1 {
-                model.step(
-                    &mut s,
-                    IterCtx {
-                        iteration: k,
-                        run_seed,
-                    },
-                    ws,
-                );
-            }
-            let m = model.metric(&s, ws);
+            let m = start.advance_to(model, n - 1);
             if !(m.is_finite() && m > 0.0) {
                 bail!(
                     "cannot set ε from the unperturbed run: the metric of x({}) is {m}",
