@@ -115,8 +115,9 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub(crate) rerun: bool,
     /// Run every trial even when another trial of the run has exactly the
-    /// same inputs, and step every trial restored to one of the unperturbed
-    /// run's states (same results, slower; for benchmarking and testing).
+    /// same inputs, step every trial restored to one of the unperturbed
+    /// run's states, and run every failure-free wall-clock run of a faults
+    /// scenario (same results, slower; for benchmarking and testing).
     #[arg(long, hide = true)]
     pub(crate) no_sharing: bool,
     /// Evaluate the convergence metric at every iteration instead of letting

@@ -684,6 +684,109 @@ fn faults_scenarios_run_and_are_deterministic() {
     assert!(incidents.contains(",1,1.6,true,"), "{incidents}");
 }
 
+/// Without failures, checkpoint-restart and both stateless PSs run the same
+/// run, which is computed once (`PsSetup::failure_free_key`); every CSV byte
+/// equals what running each unit alone gives (`--no-sharing`), with the
+/// strategies whose failure-free runs differ (a partial checkpoint fraction
+/// and an asynchronous persist, a chain's nodes, an acknowledgement per
+/// update) beside them, on one thread and on two (where one unit may wait for
+/// another's run).
+#[test]
+fn failure_free_runs_shared_give_the_bytes_of_each_run_alone() {
+    let dir = tmpdir("faults-failure-free");
+    let text = small_wallclock(
+        r#"[[series]]
+strategy = "checkpoint-restart"
+
+[[series]]
+strategy = "scar"
+fraction = 0.25
+persist = "async"
+
+[[series]]
+strategy = "chain-replication"
+chain = 3
+replicate = "checkpoint"
+
+[[series]]
+name = "chain-every-update"
+strategy = "chain-replication"
+chain = 3
+replicate = "every-update"
+hop_time = 0.002
+
+[[series]]
+strategy = "stateless-ps"
+restore_from = "workers"
+damping_threshold = 1
+damped_learning_rate = 1e-7
+
+[[series]]
+name = "stateless-from-checkpoint"
+strategy = "stateless-ps"
+restore_from = "checkpoint"
+damping_threshold = 1
+damped_learning_rate = 1e-7
+"#,
+    )
+    .replace("[checkpoint]\n", "[checkpoint]\ncache_time = 0.002\n");
+    std::fs::write(dir.join("k.toml"), &text).unwrap();
+    let args = |out: &'static str, threads: &'static str| {
+        vec![
+            "run",
+            "k.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--threads",
+            threads,
+            "--quiet",
+            "--no-plot",
+        ]
+    };
+    let mut alone = args("alone", "2");
+    alone.push("--no-sharing");
+    for a in [args("one", "1"), args("two", "2"), alone] {
+        let o = scarsim(&dir, &a);
+        assert!(o.status.success(), "{a:?}: {}", stderr(&o));
+    }
+    for f in ["summary.csv", "curves.csv", "trials.csv", "incidents.csv"] {
+        let alone = std::fs::read(dir.join("alone/tiny-kill").join(f)).unwrap();
+        for shared in ["one", "two"] {
+            let bytes = std::fs::read(dir.join(shared).join("tiny-kill").join(f)).unwrap();
+            assert!(
+                bytes == alone,
+                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
+            );
+        }
+    }
+    // The shared runs are the same run: the three strategies' failure-free
+    // rows agree apart from their names, and differ from the others'.
+    let t = scarsim::report::Table::read(&dir.join("alone/tiny-kill/trials.csv")).unwrap();
+    let c = |n: &str| t.column(n).unwrap();
+    let named = [c("series"), c("strategy")];
+    let run_of = |series: &str| -> Vec<Vec<String>> {
+        t.rows
+            .iter()
+            .filter(|r| r[c("series")] == series && r[c("failures")] == "off")
+            .map(|r| {
+                (0..r.len())
+                    .filter(|i| !named.contains(i))
+                    .map(|i| r[i].clone())
+                    .collect()
+            })
+            .collect()
+    };
+    let cr = run_of("checkpoint-restart");
+    assert_eq!(cr.len(), 2, "2 trials");
+    assert_eq!(cr, run_of("stateless-ps"));
+    assert_eq!(cr, run_of("stateless-from-checkpoint"));
+    assert_ne!(cr, run_of("scar"));
+    assert_ne!(cr, run_of("chain-every-update"));
+}
+
 #[test]
 fn poisson_and_trace_failure_processes_drive_the_ps() {
     let dir = tmpdir("faults-processes");

@@ -215,7 +215,12 @@ fn run_raw(
             &opts.data,
             sc.meta.seed,
             w.loss_subsample,
-            WallclockVisitor { sc, w, driver },
+            WallclockVisitor {
+                sc,
+                w,
+                driver,
+                share: opts.share_identical_trials,
+            },
         )?,
         FaultsMeasure::Iterations(i) => build_and_visit(
             &i.model,

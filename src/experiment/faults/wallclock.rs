@@ -35,7 +35,15 @@ pub(super) struct WallclockVisitor<'a> {
     pub(super) sc: &'a FaultsScenario,
     pub(super) w: &'a WallclockConfig,
     pub(super) driver: &'a Driver<'a>,
+    /// Run each distinct failure-free run once ([`PsSetup::failure_free_key`];
+    /// off with `--no-sharing`).
+    pub(super) share: bool,
 }
+
+/// The failure-free runs of one scenario by trial and
+/// [`PsSetup::failure_free_key`].
+type FailureFreeRuns =
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<std::sync::OnceLock<PsRun>>>>;
 
 impl GradientVisitor for WallclockVisitor<'_> {
     type Output = Result<RawResult>;
@@ -53,6 +61,11 @@ impl GradientVisitor for WallclockVisitor<'_> {
             data_details: data.details.clone(),
             info: serde_json::to_value(&info)?,
         };
+        // Units whose runs have no outage and the same failure-free key run
+        // once (the first to ask; one asking meanwhile waits) and the others
+        // take its run: with `without_failure`, the strategies that differ
+        // only in how they recover share their failure-free runs.
+        let failure_free: Option<FailureFreeRuns> = self.share.then(Default::default);
         run_units(
             sc,
             self.driver,
@@ -101,12 +114,24 @@ impl GradientVisitor for WallclockVisitor<'_> {
                     outages: &outages,
                     placement: &shard_of,
                 };
-                Ok(serde_json::to_value(run_ps(
-                    model,
-                    ws,
-                    &mut delays,
-                    &setup,
-                ))?)
+                let key = failure_free
+                    .as_ref()
+                    .and_then(|_| setup.failure_free_key())
+                    .map(|k| format!("trial {t}: {k}"));
+                let run = match (&failure_free, key) {
+                    (Some(runs), Some(key)) => {
+                        let slot = runs
+                            .lock()
+                            .expect("failure-free runs")
+                            .entry(key)
+                            .or_default()
+                            .clone();
+                        slot.get_or_init(|| run_ps(model, ws, &mut delays, &setup))
+                            .clone()
+                    }
+                    _ => run_ps(model, ws, &mut delays, &setup),
+                };
+                Ok(serde_json::to_value(run)?)
             },
         )
     }

@@ -107,6 +107,58 @@ pub struct PsSetup<'a> {
     pub placement: &'a [usize],
 }
 
+impl PsSetup<'_> {
+    /// What a run of this setup without outages depends on besides the
+    /// model and the workers' delays, as a canonical string (floats by their
+    /// bits); `None` when there are outages. Of the strategy only the
+    /// checkpoint fraction, the per-update acknowledgement time and the
+    /// chain's length (the nodes whose uptime is counted) act when no node
+    /// fails (detection, restores, rollbacks, takeovers and the stateless
+    /// PS's queue act on failures), so e.g. checkpoint-restart and the
+    /// stateless PS run the same failure-free run: [`run_ps`] with equal
+    /// keys, the same model and the same delays gives the same [`PsRun`].
+    pub(crate) fn failure_free_key(&self) -> Option<String> {
+        #[derive(Serialize)]
+        struct Key<'a> {
+            workers: usize,
+            ps_nodes: usize,
+            checkpoint_fraction: u64,
+            ack_time: u64,
+            chain: usize,
+            interval: u64,
+            write_time: u64,
+            cache_time: u64,
+            asynchronous: bool,
+            eta: u64,
+            run_seed: u64,
+            grid: Vec<u64>,
+            horizon: u64,
+            placement: &'a [usize],
+        }
+        if !self.outages.is_empty() {
+            return None;
+        }
+        let c = &self.checkpoint;
+        let key = Key {
+            workers: self.workers,
+            ps_nodes: self.ps_nodes,
+            checkpoint_fraction: self.strategy.checkpoint_fraction().to_bits(),
+            ack_time: self.strategy.ack_time().to_bits(),
+            chain: self.strategy.chain(),
+            interval: c.interval.to_bits(),
+            write_time: c.write_time.to_bits(),
+            cache_time: c.cache_time.to_bits(),
+            asynchronous: c.asynchronous,
+            eta: self.eta.to_bits(),
+            run_seed: self.run_seed,
+            grid: self.grid.iter().map(|g| g.to_bits()).collect(),
+            horizon: self.horizon.to_bits(),
+            placement: self.placement,
+        };
+        serde_json::to_string(&key).ok()
+    }
+}
+
 /// One failure incident of a shard and its recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Incident {
@@ -371,5 +423,97 @@ impl<M: GradientModel> Events for Running<'_, '_, M> {
     fn handle(&mut self, t: f64, ev: Ev) -> std::ops::ControlFlow<()> {
         self.sim.handle(t, ev, self.delays);
         std::ops::ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup<'a>(strategy: Strategy, asynchronous: bool, outages: &'a [Outage]) -> PsSetup<'a> {
+        const GRID: [f64; 3] = [0.0, 0.5, 1.0];
+        const PLACEMENT: [usize; 4] = [0, 1, 0, 1];
+        PsSetup {
+            workers: 2,
+            ps_nodes: 2,
+            strategy,
+            checkpoint: CheckpointCost {
+                interval: 1.0,
+                write_time: 0.2,
+                cache_time: 0.02,
+                asynchronous,
+            },
+            detection: 0.5,
+            restart: 0.5,
+            join: f64::INFINITY,
+            eta: 0.1,
+            run_seed: 9,
+            grid: &GRID,
+            horizon: 1.0,
+            outages,
+            placement: &PLACEMENT,
+        }
+    }
+
+    /// The strategies that differ only in how they recover share a key; a
+    /// strategy whose failure-free run differs (checkpoint fraction, an
+    /// acknowledgement per update, a chain's nodes, an asynchronous persist)
+    /// does not; a run with outages has none. (The CLI test
+    /// `failure_free_runs_shared_give_the_bytes_of_each_run_alone` checks the
+    /// runs themselves.)
+    #[test]
+    fn failure_free_keys_tell_apart_exactly_what_acts_without_failures() {
+        let key = |s: Strategy, asynchronous: bool| {
+            setup(s, asynchronous, &[])
+                .failure_free_key()
+                .expect("no outages")
+        };
+        let stateless = |restore_from| Strategy::StatelessPs {
+            damping_threshold: 1,
+            damped_learning_rate: 1e-4,
+            restore_from,
+        };
+        let chain = |chain, replicate| Strategy::ChainReplication {
+            chain,
+            hop_time: 0.002,
+            replicate,
+        };
+        let cr = key(Strategy::CheckpointRestart, false);
+        assert_eq!(cr, key(stateless(RestoreFrom::Workers), false));
+        assert_eq!(cr, key(stateless(RestoreFrom::Checkpoint), false));
+        assert_eq!(cr, key(chain(1, Replication::EveryUpdate), false));
+        for (what, other) in [
+            (
+                "a checkpoint fraction",
+                key(Strategy::Scar { fraction: 0.25 }, false),
+            ),
+            (
+                "a chain's nodes",
+                key(chain(3, Replication::Checkpoint), false),
+            ),
+            (
+                "an acknowledgement",
+                key(chain(3, Replication::EveryUpdate), false),
+            ),
+            (
+                "an asynchronous persist",
+                key(Strategy::CheckpointRestart, true),
+            ),
+        ] {
+            assert_ne!(cr, other, "{what}");
+        }
+        assert_eq!(
+            key(chain(3, Replication::Checkpoint), false),
+            key(chain(3, Replication::Checkpoint), false)
+        );
+        let kill = [Outage {
+            node: 0,
+            down: 0.4,
+            up: 0.8,
+        }];
+        assert_eq!(
+            setup(Strategy::CheckpointRestart, false, &kill).failure_free_key(),
+            None
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! and push gradients; the PS applies them, or queues or discards them while
 //! it is unavailable; the curves are evaluated on the time grid.
 
-use super::{Ev, Replication, ShardState, Sim, Strategy};
+use super::{Ev, ShardState, Sim, Strategy};
 use crate::cluster::DelaySource;
 use crate::model::gradient::{GradientDraw, GradientModel};
 
@@ -224,14 +224,7 @@ impl<M: GradientModel> Sim<'_, M> {
                 *p -= eta * g;
             }
             self.out.applied += 1;
-            let ack = match self.s.strategy {
-                Strategy::ChainReplication {
-                    chain,
-                    hop_time,
-                    replicate: Replication::EveryUpdate,
-                } => (chain - 1) as f64 * hop_time,
-                _ => 0.0,
-            };
+            let ack = self.s.strategy.ack_time();
             if ack > 0.0 {
                 self.q.schedule(t + ack, Ev::Resume { worker: w });
             } else {

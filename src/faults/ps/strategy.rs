@@ -152,6 +152,19 @@ impl Strategy {
         )
     }
 
+    /// How long a push waits for its acknowledgement before the worker
+    /// pulls again: the chain's hops when every update is replicated, else 0.
+    pub(super) fn ack_time(&self) -> f64 {
+        match *self {
+            Strategy::ChainReplication {
+                chain,
+                hop_time,
+                replicate: Replication::EveryUpdate,
+            } => (chain - 1) as f64 * hop_time,
+            _ => 0.0,
+        }
+    }
+
     /// Fraction of the blocks one checkpoint saves.
     pub(crate) fn checkpoint_fraction(&self) -> f64 {
         match self {
