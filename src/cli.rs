@@ -117,7 +117,8 @@ pub struct RunArgs {
     /// Run every trial even when another trial of the run has exactly the
     /// same inputs, step every trial restored to one of the unperturbed
     /// run's states, and run every failure-free wall-clock run of a faults
-    /// scenario (same results, slower; for benchmarking and testing).
+    /// scenario and every K = 1 run of a protocol scenario (same results,
+    /// slower; for benchmarking and testing).
     #[arg(long, hide = true)]
     pub(crate) no_sharing: bool,
     /// Evaluate the convergence metric at every iteration instead of letting

@@ -275,6 +275,82 @@ fn training_scenarios_write_loss_curves_and_logs_deterministically() {
     }
 }
 
+/// At K = 1 the batch variants run as K-sync and K-async
+/// (`Protocol::run_at_k_one`) and each such run is computed once: every CSV
+/// byte equals what running every unit gives (`--no-sharing`), on one
+/// thread and on two (where a unit may wait for another's run), with K = 2
+/// points (not shared) beside them.
+#[test]
+fn runs_shared_at_k_one_give_the_bytes_of_every_run_alone() {
+    let dir = tmpdir("protocol-k-one");
+    let base = training_scenario("kone", MLR);
+    let head = &base[..base.find("[[series]]").unwrap()];
+    let text = format!(
+        "{head}{}",
+        ["k-sync", "k-batch-sync", "k-async", "k-batch-async"]
+            .map(|p| format!("[[series]]\nprotocol = \"{p}\"\nk = [1, 2]\n\n"))
+            .concat()
+    );
+    std::fs::write(dir.join("kone.toml"), text).unwrap();
+    run(&dir, "kone.toml", "one", "1");
+    run(&dir, "kone.toml", "two", "2");
+    let o = scarsim(
+        &dir,
+        &[
+            "run",
+            "kone.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--threads",
+            "2",
+            "--out",
+            "alone",
+            "--quiet",
+            "--no-sharing",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = [
+        "summary.csv",
+        "trials.csv",
+        "loss_vs_time.csv",
+        "updates.csv",
+        "staleness.csv",
+    ];
+    for f in files {
+        let alone = std::fs::read(dir.join("alone/kone").join(f)).unwrap();
+        for shared in ["one", "two"] {
+            let bytes = std::fs::read(dir.join(shared).join("kone").join(f)).unwrap();
+            assert!(
+                bytes == alone,
+                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
+            );
+        }
+    }
+    // The pairs' K = 1 trials are the same runs, their K = 2 trials not.
+    let t = scarsim::report::Table::read(&dir.join("alone/kone/trials.csv")).unwrap();
+    let c = |n: &str| t.column(n).unwrap();
+    let runs = |series: &str| -> Vec<String> {
+        t.rows
+            .iter()
+            .filter(|r| r[c("series")] == series)
+            .map(|r| {
+                format!(
+                    "{} {} {}",
+                    r[c("final_loss")],
+                    r[c("updates")],
+                    r[c("cancelled")]
+                )
+            })
+            .collect()
+    };
+    for (a, b) in [("k-sync", "k-batch-sync"), ("k-async", "k-batch-async")] {
+        assert_eq!(runs(&format!("{a} K=1")), runs(&format!("{b} K=1")));
+        assert_ne!(runs(&format!("{a} K=2")), runs(&format!("{b} K=2")));
+    }
+}
+
 #[test]
 fn empirical_delays_are_read_relative_to_the_scenario() {
     let dir = tmpdir("protocol-empirical");

@@ -50,6 +50,20 @@ impl Protocol {
         }
     }
 
+    /// The protocol whose runs are exactly this one's when K = 1 throughout:
+    /// every push then completes an update, so K-batch-sync runs as K-sync
+    /// (nothing is left to cancel but the others' work, and every worker
+    /// restarts on the new parameters) and K-batch-async as K-async (the
+    /// pusher pulls and restarts; no one waits). The same calls reach the
+    /// handler in the same order with the same delays drawn (`sim.rs`'s
+    /// `on_push` and `update`), so the runs match bit for bit.
+    pub(crate) fn run_at_k_one(self) -> Protocol {
+        match self {
+            Protocol::KSync | Protocol::KBatchSync => Protocol::KSync,
+            Protocol::KAsync | Protocol::KBatchAsync => Protocol::KAsync,
+        }
+    }
+
     /// Whether K may not exceed P (one gradient per worker per update).
     pub(crate) fn needs_distinct_workers(self) -> bool {
         matches!(self, Protocol::KSync | Protocol::KAsync)

@@ -608,6 +608,54 @@ mod tests {
         assert_eq!(times(Protocol::KAsync), times(Protocol::KBatchAsync));
     }
 
+    /// `Protocol::run_at_k_one`: at K = 1 throughout, K-batch-sync runs as
+    /// K-sync and K-batch-async as K-async — every pull, push, update and
+    /// cancellation the handler sees, and the run's counts, under random
+    /// delays — so the experiments run one of each pair once; at K = 2 the
+    /// pairs differ.
+    #[test]
+    fn at_k_one_the_batch_variants_run_as_k_sync_and_k_async() {
+        use crate::cluster::delay::{Delay, WorkerDelays};
+        let d = Delay::ShiftedExponential {
+            shift: 0.3,
+            rate: 1.0,
+        };
+        let trace = |p: Protocol, k: usize| {
+            let mut tr = Trace::default();
+            let st = simulate(
+                5,
+                p,
+                &KSchedule::fixed(k),
+                Stop::Time(200.0),
+                &mut WorkerDelays::new(&d, None, 3, 0, 5),
+                &mut tr,
+            );
+            format!("{:?} {:?} {:?} {st:?}", tr.lines, tr.updates, tr.cancelled)
+        };
+        for p in Protocol::ALL {
+            assert_eq!(
+                trace(p, 1),
+                trace(p.run_at_k_one(), 1),
+                "{} at K = 1",
+                p.name()
+            );
+        }
+        assert_eq!(Protocol::KBatchSync.run_at_k_one(), Protocol::KSync);
+        assert_eq!(Protocol::KBatchAsync.run_at_k_one(), Protocol::KAsync);
+        for (a, b) in [
+            (Protocol::KSync, Protocol::KBatchSync),
+            (Protocol::KAsync, Protocol::KBatchAsync),
+        ] {
+            assert_ne!(
+                trace(a, 2),
+                trace(b, 2),
+                "{} and {} at K = 2",
+                a.name(),
+                b.name()
+            );
+        }
+    }
+
     #[test]
     fn lowering_k_releases_waiting_gradients_at_the_change() {
         // K-async, K = 2 until t = 1.5, then 1. w0 pushes at 1 and waits; at

@@ -56,8 +56,10 @@ pub struct RunOptions {
     /// results, slower; for benchmarking and testing).
     pub certify_metric: bool,
     /// Compute trials whose outcome is fully determined by the same inputs
-    /// once and share the result (see `recovery::TrialKey`); `false` runs
-    /// every trial (same results, slower; for benchmarking and testing).
+    /// once and share the result (recovery: `TrialKey`; faults: the
+    /// failure-free runs, `PsSetup::failure_free_key`; protocol: the K = 1
+    /// runs, `Protocol::run_at_k_one`); `false` runs every trial (same
+    /// results, slower; for benchmarking and testing).
     pub share_identical_trials: bool,
     /// Outcomes of recovery trials computed by other scenarios of this
     /// process (`reproduce`): a unit whose inputs are exactly those of a

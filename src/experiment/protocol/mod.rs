@@ -204,6 +204,7 @@ fn run_raw(
                 scenario,
                 config: tc,
                 driver,
+                share: opts.share_identical_trials,
             },
         )?,
     }
@@ -306,7 +307,15 @@ struct TrainingVisitor<'a> {
     scenario: &'a ProtocolScenario,
     config: &'a TrainingConfig,
     driver: &'a Driver<'a>,
+    /// Run each distinct run once ([`Protocol::run_at_k_one`]; off with
+    /// `--no-sharing`).
+    share: bool,
 }
+
+/// A scenario's runs by what they run (see [`TrainingVisitor::visit`]).
+type SameRuns = std::sync::Mutex<
+    std::collections::HashMap<String, std::sync::Arc<std::sync::OnceLock<TrainingTrial>>>,
+>;
 
 /// One training trial.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -410,12 +419,44 @@ impl GradientVisitor for TrainingVisitor<'_> {
                 switches: tr.switches().to_vec(),
             }
         };
+        // Units that run the same run (K = 1 throughout: the batch variants
+        // run as K-sync and K-async, see `Protocol::run_at_k_one`) run once:
+        // the first to ask runs it, one asking meanwhile waits, the others
+        // take it. Off with `--no-sharing`.
+        let same_runs: Option<SameRuns> = self.share.then(Default::default);
+        let run_key = |pi: usize, t: usize| -> Option<String> {
+            let p = &points[pi];
+            let series = &sc.series[p.series];
+            if p.rule.is_some() || p.schedule.max_k() != 1 {
+                return None;
+            }
+            // Everything else a run reads of its point and series.
+            Some(format!(
+                "{:?} {:?} P={} {:?} trial {t}",
+                series.protocol.run_at_k_one(),
+                series.staleness_aware,
+                p.workers,
+                p.schedule,
+            ))
+        };
         let done = driver.run_units(
             &todo,
             4,
             || model.workspace(),
             |ws, u| {
-                let trial = run_one(ws, units[u].0, units[u].1);
+                let (pi, t) = (units[u].0, units[u].1);
+                let trial = match (&same_runs, run_key(pi, t)) {
+                    (Some(runs), Some(key)) => {
+                        let slot = runs
+                            .lock()
+                            .expect("same runs")
+                            .entry(key)
+                            .or_default()
+                            .clone();
+                        slot.get_or_init(|| run_one(ws, pi, t)).clone()
+                    }
+                    _ => run_one(ws, pi, t),
+                };
                 if !trial.last_update_time.is_finite() {
                     anyhow::bail!(
                         "unit {u}: the simulated time overflowed (last update at {} s); \
