@@ -116,9 +116,10 @@ pub struct RunArgs {
     pub(crate) rerun: bool,
     /// Run every trial even when another trial of the run has exactly the
     /// same inputs, step every trial restored to one of the unperturbed
-    /// run's states, and run every failure-free wall-clock run of a faults
-    /// scenario and every K = 1 run of a protocol scenario (same results,
-    /// slower; for benchmarking and testing).
+    /// run's states, and run every failure-free wall-clock run and every
+    /// trial of a trial-free overhead series of a faults scenario and every
+    /// K = 1 run of a protocol scenario (same results, slower; for
+    /// benchmarking and testing).
     #[arg(long, hide = true)]
     pub(crate) no_sharing: bool,
     /// Evaluate the convergence metric at every iteration instead of letting

@@ -787,6 +787,79 @@ damped_learning_rate = 1e-7
     assert_ne!(cr, run_of("chain-every-update"));
 }
 
+/// SCAR §5.5's overhead panel: its traditional series (full recovery from
+/// full synchronous checkpoints) runs the same timeline in every trial, so it
+/// is run once; a series recovering from full asynchronous checkpoints (a
+/// write still unfinished at the failure holds lost blocks, which the
+/// placement decides) and SCAR's partial series (its lost blocks and its
+/// partial checkpoints) are run per trial. Every CSV byte equals what running each trial gives
+/// (`--no-sharing`), on one thread and on two.
+#[test]
+fn trial_free_overhead_series_run_once_with_the_bytes_of_each_trial() {
+    let dir = tmpdir("faults-trial-free");
+    let (_, _, text) = scarsim::scenario::load("scar-overhead-lda").unwrap();
+    let text = format!(
+        "{}\n[[series]]\nname = \"full-async\"\nrecovery = \"full\"\ncheckpoint_interval = 1\ncheckpoint_fraction = 1.0\npersist = \"async\"\n",
+        text.replace("trials = 20", "trials = 3")
+            .replace("write_time = 52.0", "write_time = 300.0")
+    );
+    std::fs::write(dir.join("o.toml"), &text).unwrap();
+    let args = |out: &'static str, threads: &'static str| {
+        vec![
+            "run",
+            "o.toml",
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--threads",
+            threads,
+            "--quiet",
+            "--no-plot",
+        ]
+    };
+    let mut alone = args("alone", "2");
+    alone.push("--no-sharing");
+    for a in [args("one", "1"), args("two", "2"), alone] {
+        let o = scarsim(&dir, &a);
+        assert!(o.status.success(), "{a:?}: {}", stderr(&o));
+    }
+    for f in ["summary.csv", "trials.csv", "curves.csv", "comparison.csv"] {
+        let alone = std::fs::read(dir.join("alone/scar-overhead-lda").join(f)).unwrap();
+        for shared in ["one", "two"] {
+            let bytes = std::fs::read(dir.join(shared).join("scar-overhead-lda").join(f)).unwrap();
+            assert!(
+                bytes == alone,
+                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
+            );
+        }
+    }
+    // Run alone, the traditional trials agree; SCAR's do not.
+    let t = scarsim::report::Table::read(&dir.join("alone/scar-overhead-lda/trials.csv")).unwrap();
+    let c = |n: &str| t.column(n).unwrap();
+    let distinct = |series: &str| {
+        let rows: std::collections::BTreeSet<String> = t
+            .rows
+            .iter()
+            .filter(|r| r[c("series")] == series)
+            .map(|r| format!("{} {}", r[c("wall_time")], r[c("perturbation_norm")]))
+            .collect();
+        rows.len()
+    };
+    assert_eq!(distinct("traditional"), 1);
+    assert!(distinct("scar") > 1);
+    // A write of 300 s is still unfinished when the failure strikes, so
+    // the asynchronous series loses unpersisted blocks (as many in every
+    // trial here: the placement balances the blocks over the nodes).
+    assert!(
+        t.rows
+            .iter()
+            .filter(|r| r[c("series")] == "full-async")
+            .all(|r| r[c("unpersisted_lost")] != "0")
+    );
+}
+
 #[test]
 fn poisson_and_trace_failure_processes_drive_the_ps() {
     let dir = tmpdir("faults-processes");

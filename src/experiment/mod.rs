@@ -57,7 +57,8 @@ pub struct RunOptions {
     pub certify_metric: bool,
     /// Compute trials whose outcome is fully determined by the same inputs
     /// once and share the result (recovery: `TrialKey`; faults: the
-    /// failure-free runs, `PsSetup::failure_free_key`; protocol: the K = 1
+    /// failure-free runs, `PsSetup::failure_free_key`, and the trial-free
+    /// series of `[iterations]`; protocol: the K = 1
     /// runs, `Protocol::run_at_k_one`); `false` runs every trial (same
     /// results, slower; for benchmarking and testing).
     pub share_identical_trials: bool,

@@ -2,6 +2,8 @@
 //! unperturbed run; rework and total time compared between series.
 
 use anyhow::Result;
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -37,6 +39,9 @@ pub(super) struct IterationsVisitor<'a> {
     pub(super) sc: &'a FaultsScenario,
     pub(super) cfg: &'a IterationsConfig,
     pub(super) driver: &'a Driver<'a>,
+    /// Run a series' trials once when they cannot differ (see
+    /// [`IterationsVisitor::visit`]); off with `--no-sharing`.
+    pub(super) share: bool,
 }
 
 fn costs_of(cfg: &IterationsConfig, asynchronous: bool) -> IterationCosts {
@@ -110,6 +115,22 @@ impl ModelVisitor for IterationsVisitor<'_> {
         let blocks = model.block_count();
         let lost_nodes =
             ((cfg.lost_fraction * cfg.ps_nodes as f64).round() as usize).clamp(1, cfg.ps_nodes);
+        // A series that recovers everything from full checkpoints written
+        // synchronously runs the same timeline in every trial: the trials
+        // differ only in the lost blocks (full recovery restores every block;
+        // a synchronous write has finished before any failure, so none is
+        // lost unpersisted) and in the selection stream (a full checkpoint
+        // draws nothing). Its trials run once (the first to ask; one asking
+        // meanwhile waits); `--no-sharing` runs each.
+        let trial_free = |p: usize| {
+            let s = &cfg.series[p];
+            self.share
+                && s.recovery == RecoveryPolicy::Full
+                && s.checkpoint.is_full()
+                && !s.asynchronous
+        };
+        let shared: Vec<OnceLock<IterationRun>> =
+            cfg.series.iter().map(|_| OnceLock::new()).collect();
         run_units(
             sc,
             self.driver,
@@ -129,19 +150,26 @@ impl ModelVisitor for IterationsVisitor<'_> {
                     offset: cfg.failure_offset,
                     lost: placement.blocks_on(&nodes),
                 };
-                let run = run_iterations(
-                    model,
-                    ws,
-                    seed,
-                    &s.checkpoint,
-                    s.recovery,
-                    &costs_of(cfg, s.asynchronous),
-                    Some(&failure),
-                    criterion,
-                    cfg.max_iterations,
-                    baseline_iterations,
-                    &mut stream(sc.meta.seed, Purpose::CheckpointSelection, t as u64, 0),
-                );
+                let mut run = || {
+                    run_iterations(
+                        model,
+                        &mut *ws,
+                        seed,
+                        &s.checkpoint,
+                        s.recovery,
+                        &costs_of(cfg, s.asynchronous),
+                        Some(&failure),
+                        criterion,
+                        cfg.max_iterations,
+                        baseline_iterations,
+                        &mut stream(sc.meta.seed, Purpose::CheckpointSelection, t as u64, 0),
+                    )
+                };
+                let run = if trial_free(p) {
+                    shared[p].get_or_init(run).clone()
+                } else {
+                    run()
+                };
                 Ok(serde_json::to_value(run)?)
             },
         )

@@ -227,7 +227,12 @@ fn run_raw(
             cache,
             &opts.data,
             sc.meta.seed,
-            IterationsVisitor { sc, cfg: i, driver },
+            IterationsVisitor {
+                sc,
+                cfg: i,
+                driver,
+                share: opts.share_identical_trials,
+            },
         )?,
         FaultsMeasure::Interval(i) => run_units(
             sc,
