@@ -20,6 +20,7 @@ pub(crate) mod precision;
 pub mod protocol;
 pub(crate) mod recovery;
 pub(crate) mod reference;
+pub(crate) mod same_runs;
 pub(crate) mod shared_outcomes;
 pub(crate) mod tasks;
 pub mod units;

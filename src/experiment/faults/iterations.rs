@@ -2,12 +2,11 @@
 //! unperturbed run; rework and total time compared between series.
 
 use anyhow::Result;
-use std::sync::OnceLock;
-
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::run_units;
+use crate::experiment::same_runs::SameRuns;
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
 use crate::faults::overhead::{IterationCosts, IterationFailure, IterationRun, run_iterations};
@@ -129,8 +128,7 @@ impl ModelVisitor for IterationsVisitor<'_> {
                 && s.checkpoint.is_full()
                 && !s.asynchronous
         };
-        let shared: Vec<OnceLock<IterationRun>> =
-            cfg.series.iter().map(|_| OnceLock::new()).collect();
+        let shared: SameRuns<IterationRun> = SameRuns::new();
         run_units(
             sc,
             self.driver,
@@ -166,7 +164,7 @@ impl ModelVisitor for IterationsVisitor<'_> {
                     )
                 };
                 let run = if trial_free(p) {
-                    shared[p].get_or_init(run).clone()
+                    shared.get_or_run(format!("series {p}"), run)
                 } else {
                     run()
                 };

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::run_units;
 use crate::cluster::WorkerDelays;
+use crate::experiment::same_runs::SameRuns;
 use crate::experiment::units::Driver;
 use crate::experiment::{Outcome, RawResult};
 use crate::faults::{PsRun, PsSetup, run_ps};
@@ -40,11 +41,6 @@ pub(super) struct WallclockVisitor<'a> {
     pub(super) share: bool,
 }
 
-/// The failure-free runs of one scenario by trial and
-/// [`PsSetup::failure_free_key`].
-type FailureFreeRuns =
-    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<std::sync::OnceLock<PsRun>>>>;
-
 impl GradientVisitor for WallclockVisitor<'_> {
     type Output = Result<RawResult>;
 
@@ -65,7 +61,7 @@ impl GradientVisitor for WallclockVisitor<'_> {
         // once (the first to ask; one asking meanwhile waits) and the others
         // take its run: with `without_failure`, the strategies that differ
         // only in how they recover share their failure-free runs.
-        let failure_free: Option<FailureFreeRuns> = self.share.then(Default::default);
+        let failure_free: Option<SameRuns<PsRun>> = self.share.then(SameRuns::new);
         run_units(
             sc,
             self.driver,
@@ -120,14 +116,7 @@ impl GradientVisitor for WallclockVisitor<'_> {
                     .map(|k| format!("trial {t}: {k}"));
                 let run = match (&failure_free, key) {
                     (Some(runs), Some(key)) => {
-                        let slot = runs
-                            .lock()
-                            .expect("failure-free runs")
-                            .entry(key)
-                            .or_default()
-                            .clone();
-                        slot.get_or_init(|| run_ps(model, ws, &mut delays, &setup))
-                            .clone()
+                        runs.get_or_run(key, || run_ps(model, ws, &mut delays, &setup))
                     }
                     _ => run_ps(model, ws, &mut delays, &setup),
                 };

@@ -21,6 +21,7 @@ use serde_json::json;
 
 use super::budget::{CURVE_POINT_BYTES, LOGGED_UPDATE_BYTES, ROW_BYTES, expected_updates, mul};
 use super::kind::Experiment;
+use super::same_runs::SameRuns;
 use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
@@ -312,11 +313,6 @@ struct TrainingVisitor<'a> {
     share: bool,
 }
 
-/// A scenario's runs by what they run (see [`TrainingVisitor::visit`]).
-type SameRuns = std::sync::Mutex<
-    std::collections::HashMap<String, std::sync::Arc<std::sync::OnceLock<TrainingTrial>>>,
->;
-
 /// One training trial.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct TrainingTrial {
@@ -423,7 +419,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
         // run as K-sync and K-async, see `Protocol::run_at_k_one`) run once:
         // the first to ask runs it, one asking meanwhile waits, the others
         // take it. Off with `--no-sharing`.
-        let same_runs: Option<SameRuns> = self.share.then(Default::default);
+        let same_runs: Option<SameRuns<TrainingTrial>> = self.share.then(SameRuns::new);
         let run_key = |pi: usize, t: usize| -> Option<String> {
             let p = &points[pi];
             let series = &sc.series[p.series];
@@ -446,15 +442,7 @@ impl GradientVisitor for TrainingVisitor<'_> {
             |ws, u| {
                 let (pi, t) = (units[u].0, units[u].1);
                 let trial = match (&same_runs, run_key(pi, t)) {
-                    (Some(runs), Some(key)) => {
-                        let slot = runs
-                            .lock()
-                            .expect("same runs")
-                            .entry(key)
-                            .or_default()
-                            .clone();
-                        slot.get_or_init(|| run_one(ws, pi, t)).clone()
-                    }
+                    (Some(runs), Some(key)) => runs.get_or_run(key, || run_one(ws, pi, t)),
                     _ => run_one(ws, pi, t),
                 };
                 if !trial.last_update_time.is_finite() {
