@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{scarsim, stderr, tmpdir};
+use common::{assert_sharing_changes_no_byte, scarsim, stderr, tmpdir};
 use scarsim::cluster::sim::ScriptedDelays;
 use scarsim::faults::overhead::{IterationCosts, IterationFailure, run_iterations};
 use scarsim::faults::{CheckpointCost, PsRun, PsSetup, Replication, RestoreFrom, Strategy, run_ps};
@@ -731,37 +731,12 @@ damped_learning_rate = 1e-7
     )
     .replace("[checkpoint]\n", "[checkpoint]\ncache_time = 0.002\n");
     std::fs::write(dir.join("k.toml"), &text).unwrap();
-    let args = |out: &'static str, threads: &'static str| {
-        vec![
-            "run",
-            "k.toml",
-            "--synthetic",
-            "--scale",
-            "0.02",
-            "--out",
-            out,
-            "--threads",
-            threads,
-            "--quiet",
-            "--no-plot",
-        ]
-    };
-    let mut alone = args("alone", "2");
-    alone.push("--no-sharing");
-    for a in [args("one", "1"), args("two", "2"), alone] {
-        let o = scarsim(&dir, &a);
-        assert!(o.status.success(), "{a:?}: {}", stderr(&o));
-    }
-    for f in ["summary.csv", "curves.csv", "trials.csv", "incidents.csv"] {
-        let alone = std::fs::read(dir.join("alone/tiny-kill").join(f)).unwrap();
-        for shared in ["one", "two"] {
-            let bytes = std::fs::read(dir.join(shared).join("tiny-kill").join(f)).unwrap();
-            assert!(
-                bytes == alone,
-                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
-            );
-        }
-    }
+    assert_sharing_changes_no_byte(
+        &dir,
+        "k.toml",
+        "tiny-kill",
+        &["summary.csv", "curves.csv", "trials.csv", "incidents.csv"],
+    );
     // The shared runs are the same run: the three strategies' failure-free
     // rows agree apart from their names, and differ from the others'.
     let t = scarsim::report::Table::read(&dir.join("alone/tiny-kill/trials.csv")).unwrap();
@@ -804,37 +779,12 @@ fn trial_free_overhead_series_run_once_with_the_bytes_of_each_trial() {
             .replace("write_time = 52.0", "write_time = 300.0")
     );
     std::fs::write(dir.join("o.toml"), &text).unwrap();
-    let args = |out: &'static str, threads: &'static str| {
-        vec![
-            "run",
-            "o.toml",
-            "--synthetic",
-            "--scale",
-            "0.02",
-            "--out",
-            out,
-            "--threads",
-            threads,
-            "--quiet",
-            "--no-plot",
-        ]
-    };
-    let mut alone = args("alone", "2");
-    alone.push("--no-sharing");
-    for a in [args("one", "1"), args("two", "2"), alone] {
-        let o = scarsim(&dir, &a);
-        assert!(o.status.success(), "{a:?}: {}", stderr(&o));
-    }
-    for f in ["summary.csv", "trials.csv", "curves.csv", "comparison.csv"] {
-        let alone = std::fs::read(dir.join("alone/scar-overhead-lda").join(f)).unwrap();
-        for shared in ["one", "two"] {
-            let bytes = std::fs::read(dir.join(shared).join("scar-overhead-lda").join(f)).unwrap();
-            assert!(
-                bytes == alone,
-                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
-            );
-        }
-    }
+    assert_sharing_changes_no_byte(
+        &dir,
+        "o.toml",
+        "scar-overhead-lda",
+        &["summary.csv", "trials.csv", "curves.csv", "comparison.csv"],
+    );
     // Run alone, the traditional trials agree; SCAR's do not.
     let t = scarsim::report::Table::read(&dir.join("alone/scar-overhead-lda/trials.csv")).unwrap();
     let c = |n: &str| t.column(n).unwrap();

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{scarsim, stderr, tmpdir};
+use common::{assert_sharing_changes_no_byte, scarsim, stderr, tmpdir};
 
 fn runtime_scenario(name: &str, trials: usize) -> String {
     format!(
@@ -292,42 +292,18 @@ fn runs_shared_at_k_one_give_the_bytes_of_every_run_alone() {
             .concat()
     );
     std::fs::write(dir.join("kone.toml"), text).unwrap();
-    run(&dir, "kone.toml", "one", "1");
-    run(&dir, "kone.toml", "two", "2");
-    let o = scarsim(
+    assert_sharing_changes_no_byte(
         &dir,
+        "kone.toml",
+        "kone",
         &[
-            "run",
-            "kone.toml",
-            "--synthetic",
-            "--scale",
-            "0.02",
-            "--threads",
-            "2",
-            "--out",
-            "alone",
-            "--quiet",
-            "--no-sharing",
+            "summary.csv",
+            "trials.csv",
+            "loss_vs_time.csv",
+            "updates.csv",
+            "staleness.csv",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let files = [
-        "summary.csv",
-        "trials.csv",
-        "loss_vs_time.csv",
-        "updates.csv",
-        "staleness.csv",
-    ];
-    for f in files {
-        let alone = std::fs::read(dir.join("alone/kone").join(f)).unwrap();
-        for shared in ["one", "two"] {
-            let bytes = std::fs::read(dir.join(shared).join("kone").join(f)).unwrap();
-            assert!(
-                bytes == alone,
-                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
-            );
-        }
-    }
     // The pairs' K = 1 trials are the same runs, their K = 2 trials not.
     let t = scarsim::report::Table::read(&dir.join("alone/kone/trials.csv")).unwrap();
     let c = |n: &str| t.column(n).unwrap();

@@ -112,6 +112,43 @@ pub const QUICK_REPRODUCE: [&str; 7] = [
     "--synthetic",
 ];
 
+/// Runs the scenario file `file` in `dir` on the stand-ins at 2% with
+/// sharing on 1 and 2 threads (into `one/`, `two/`) and with `--no-sharing`
+/// (into `alone/`), and asserts that each of `files` of the scenario `name`
+/// has the same bytes in all three.
+pub fn assert_sharing_changes_no_byte(dir: &Path, file: &str, name: &str, files: &[&str]) {
+    let args = |out: &'static str, threads: &'static str| {
+        vec![
+            "run",
+            file,
+            "--synthetic",
+            "--scale",
+            "0.02",
+            "--out",
+            out,
+            "--threads",
+            threads,
+            "--quiet",
+            "--no-plot",
+        ]
+    };
+    let mut alone = args("alone", "2");
+    alone.push("--no-sharing");
+    for a in [args("one", "1"), args("two", "2"), alone] {
+        run_ok(dir, &a);
+    }
+    for f in files {
+        let alone = std::fs::read(dir.join("alone").join(name).join(f)).unwrap();
+        for shared in ["one", "two"] {
+            let bytes = std::fs::read(dir.join(shared).join(name).join(f)).unwrap();
+            assert!(
+                bytes == alone,
+                "{f}: {shared} thread(s) with sharing differ from --no-sharing"
+            );
+        }
+    }
+}
+
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
