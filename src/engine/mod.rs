@@ -18,6 +18,7 @@ pub(crate) mod trial;
 
 pub(crate) use baseline::{Baseline, RunStart, run_baseline, run_baselines};
 pub(crate) use queue::{EventQueue, Events, run_events};
+pub(crate) use trial::restoration;
 pub use trial::{
     EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,
     run_trial,

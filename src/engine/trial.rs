@@ -6,7 +6,7 @@
 use super::{Baseline, Convergence};
 use crate::model::{Check, IterCtx, Model};
 use crate::policy::{
-    CheckpointPolicy, EventOrder, RecoveryOutcome, RecoveryPolicy, RunningCheckpoint,
+    CheckpointPolicy, EventOrder, RecoveryOutcome, RecoveryPolicy, Restoration, RunningCheckpoint,
 };
 use crate::rng::SimRng;
 
@@ -62,6 +62,12 @@ pub struct TrialSetup<'a> {
     pub(crate) recovery: RecoveryPolicy,
     /// Randomness of the `random` checkpoint selector.
     pub(crate) checkpoint_rng: SimRng,
+    /// What recovery restores, when already found from the same inputs
+    /// ([`RecoveryPolicy::restoration`]): a forked trial then rebuilds its
+    /// recovered state from the unperturbed run's states instead of
+    /// replaying the checkpoints (the same state, bit for bit). `None`
+    /// replays them.
+    pub(crate) restoration: Option<&'a Restoration>,
 }
 
 /// What happened in one trial.
@@ -354,6 +360,28 @@ fn along_unperturbed<M: Model>(
     None
 }
 
+/// What recovery restores in the trial `setup` forked from `baseline`
+/// ([`Restoration`]): its checkpoints replayed along the unperturbed run as
+/// the trial itself replays them (with a copy of its selection stream).
+pub(crate) fn restoration<M: Model>(
+    model: &M,
+    baseline: &Baseline<M::State>,
+    setup: &TrialSetup<'_>,
+) -> Restoration {
+    let t = setup.failure_iteration;
+    let mut rng = setup.checkpoint_rng.clone();
+    let checkpoint = RunningCheckpoint::replay(
+        model,
+        &baseline.states[..=t],
+        setup.checkpoint,
+        setup.order.checkpoints_before(t),
+        &mut rng,
+    );
+    setup
+        .recovery
+        .restoration(model, &checkpoint, &baseline.states[t], setup.lost, t)
+}
+
 /// A failure trial as a [`TrialHook`]: it joins at its failure iteration T
 /// with the recovered state.
 struct Recovery<'a> {
@@ -372,6 +400,12 @@ impl<M: Model> TrialHook<M> for Recovery<'_> {
     ) -> (usize, M::State) {
         let setup = &mut self.setup;
         let t = setup.failure_iteration;
+        if let (ForkMode::Fork, Some(r)) = (self.fork, setup.restoration) {
+            let mut state = baseline.states[t].clone();
+            r.restore(model, &baseline.states, &mut state);
+            self.outcome = Some(r.outcome);
+            return (t, state);
+        }
         let rerun_prefix;
         let prefix: &[M::State] = match self.fork {
             ForkMode::Fork => &baseline.states[..=t],
@@ -531,6 +565,7 @@ mod tests {
                 order,
                 recovery: RecoveryPolicy::Full,
                 checkpoint_rng: stream(1, Purpose::CheckpointSelection, 0, 0),
+                restoration: None,
             };
             let mut ws = model.workspace();
             run_trial(
@@ -628,6 +663,7 @@ mod tests {
                             order,
                             recovery,
                             checkpoint_rng: stream(1, Purpose::CheckpointSelection, 0, 0),
+                            restoration: None,
                         };
                         let run = |rejoin: bool| {
                             let opts = EngineOptions {

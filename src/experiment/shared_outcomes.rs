@@ -46,77 +46,49 @@ use super::units::Driver;
 use crate::data::DataOptions;
 use crate::engine::{Convergence, TrialOutcome};
 use crate::model::DataUsed;
-use crate::policy::{CheckpointPolicy, EventOrder, RecoveryPolicy, Selector};
 use crate::scenario::{
     RecoveryScenario,
     recovery::{Point, PointConfig},
 };
 
-/// Everything a trial's outcome depends on besides the number of blocks it
-/// lost: two units with equal keys give the same [`TrialOutcome`] up to
-/// `lost_blocks`, so one is run and the other shares its result.
+/// Everything a trial's run after its failure depends on: two units with
+/// equal keys converge at the same iteration (their [`TrialOutcome`]s
+/// differ at most in what each reports about its own recovery, which each
+/// unit computes itself: [`Prepared::restoration`]), so one is run and the
+/// others share its result.
 ///
 /// After recovery a trial is deterministic: it steps with the unperturbed
 /// run's data order (`run_seed`, [`IterCtx`](crate::model::IterCtx)) from the
-/// recovered state. That state is x(T) with some blocks replaced from the
-/// running checkpoint, so it is fixed by the unperturbed run, T, the
-/// checkpoint and the restored blocks. Full recovery restores every block,
-/// and so does partial recovery of a failure that lost every block; a full
-/// checkpoint (r = 1) does not depend on the selector; only the `random`
-/// selector of a partial checkpoint draws from the trial's own stream.
-/// Under geometric T with a shared data order, many trials of the full
-/// recovery series fail at the same T and are computed once.
+/// recovered state. That state is x(T) with each restored block replaced by
+/// the unperturbed run's value of that block at the iteration it was last
+/// saved ([`Restoration`](crate::policy::Restoration)), so it is fixed by
+/// the unperturbed run, T and those (block, iteration) pairs, whatever the
+/// checkpoint policy and selector that chose them. So full recovery from
+/// the same full checkpoint shares (under geometric T with a shared data
+/// order many trials fail at the same T), and so do the partial-recovery
+/// points of one trial whose lost blocks were last saved at the same
+/// iterations under different selectors or fractions: every one of them
+/// when T comes before the first checkpoint (x(0)'s blocks restored).
 #[derive(Debug, PartialEq)]
 pub(super) struct TrialKey<'a> {
     baseline: usize,
     failure_iteration: usize,
-    checkpoint: CheckpointKey,
-    /// `None`: every block is restored.
-    restored: Option<&'a [usize]>,
-}
-
-/// The running checkpoint at the failure, as far as it matters (see [`TrialKey`]).
-#[derive(Debug, PartialEq)]
-enum CheckpointKey {
-    /// r = 1: x(last checkpoint before T, or at T when it is written
-    /// first), whatever the selector.
-    Full { last: usize },
-    /// r < 1: the policy and event order, and the trial whose stream a
-    /// `random` selector draws from.
-    Partial {
-        policy: CheckpointPolicy,
-        order: EventOrder,
-        random_stream: Option<usize>,
-    },
+    /// (block, iteration saved) of every restored block.
+    restored: &'a [(u32, u32)],
 }
 
 impl<'a> TrialKey<'a> {
-    pub(super) fn new(
-        baseline: usize,
-        trial: usize,
-        config: &PointConfig,
-        prepared: &'a Prepared,
-        blocks: usize,
-    ) -> TrialKey<'a> {
-        let t = prepared.failure_iteration;
-        let policy = config.checkpoint;
-        let checkpoint = if policy.is_full() {
-            CheckpointKey::Full {
-                last: policy.last_before(config.order.checkpoints_before(t)),
-            }
-        } else {
-            CheckpointKey::Partial {
-                policy,
-                order: config.order,
-                random_stream: (policy.selector == Selector::Random).then_some(trial),
-            }
-        };
-        let restores_all = config.recovery == RecoveryPolicy::Full || prepared.lost.len() == blocks;
+    /// The key of a unit whose restoration was found
+    /// ([`Prepared::restoration`]).
+    pub(super) fn new(baseline: usize, prepared: &'a Prepared) -> TrialKey<'a> {
         TrialKey {
             baseline,
-            failure_iteration: t,
-            checkpoint,
-            restored: (!restores_all).then_some(prepared.lost.as_slice()),
+            failure_iteration: prepared.failure_iteration,
+            restored: &prepared
+                .restoration
+                .as_ref()
+                .expect("restorations are found before units are grouped")
+                .blocks,
         }
     }
 }
@@ -424,15 +396,15 @@ pub(super) fn unit_key(
 /// `share`, then lets each group of identical units (a representative and
 /// its `followers`) take the outcome another scenario computed for one of
 /// its members. Returns the representatives still to run and the records
-/// taken (`lost_blocks(u)`: unit u's own count of lost blocks, the one field
-/// identical units may differ in).
+/// taken (`own(u, o)`: the shared outcome `o` with what unit u reports of
+/// its own failure, the fields identical units may differ in).
 pub(super) fn take_shared(
     share: &RunShare<'_>,
     driver: &Driver<'_>,
     mine: &[usize],
     representatives: Vec<usize>,
     followers: &[Vec<usize>],
-    lost_blocks: impl Fn(usize) -> usize,
+    own: impl Fn(usize, TrialOutcome) -> TrialOutcome,
 ) -> Result<(Vec<usize>, Encoded)> {
     let resumed = driver.resumed();
     share.store(mine.iter().filter_map(|&u| {
@@ -447,12 +419,7 @@ pub(super) fn take_shared(
             run.push(r);
             continue;
         };
-        let outcomes: Vec<(usize, TrialOutcome)> = group()
-            .map(|u| {
-                let lost_blocks = lost_blocks(u);
-                (u, TrialOutcome { lost_blocks, ..o })
-            })
-            .collect();
+        let outcomes: Vec<(usize, TrialOutcome)> = group().map(|u| (u, own(u, o))).collect();
         share.store(outcomes.iter().copied());
         taken.extend(encode(outcomes)?);
     }
@@ -602,6 +569,7 @@ mod tests {
         let other_t = Prepared {
             failure_iteration: drawn.failure_iteration + 1,
             lost: drawn.lost.clone(),
+            restoration: None,
         };
         let mut lost = drawn.lost.clone();
         let free = (0..10)
@@ -612,6 +580,7 @@ mod tests {
         let other_lost = Prepared {
             failure_iteration: drawn.failure_iteration,
             lost,
+            restoration: None,
         };
         assert_ne!(key(&drawn), key(&other_t));
         assert_ne!(key(&drawn), key(&other_lost));

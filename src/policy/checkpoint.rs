@@ -591,6 +591,66 @@ mod tests {
         assert_eq!(c.saved_at, vec![0, 0, 4, 4]);
     }
 
+    /// A [`Restoration`](crate::policy::Restoration) rebuilds from the
+    /// trajectory exactly the state and outcome `apply` gives from the
+    /// replayed checkpoint; before the first checkpoint every selector and
+    /// fraction restores x(0)'s blocks, so their restorations are equal.
+    #[test]
+    fn a_restoration_rebuilds_what_recovery_applies() {
+        use crate::policy::RecoveryPolicy;
+        let m = Toy(8);
+        let traj = trajectory(&m, 40);
+        let lost = [1, 4, 5];
+        let mut before_first = Vec::new();
+        for selector in [Selector::Round, Selector::Priority, Selector::Random] {
+            for fraction in [1.0, 0.5, 0.25] {
+                let p = CheckpointPolicy {
+                    interval: 8,
+                    fraction,
+                    selector,
+                    budget: WriteBudget::Parameters,
+                };
+                for t in [1, 2, 3, 9, 17, 30] {
+                    for recovery in [RecoveryPolicy::Full, RecoveryPolicy::Partial] {
+                        let mut rng = stream(3, Purpose::CheckpointSelection, t as u64, 0);
+                        let c = RunningCheckpoint::replay(&m, &traj, &p, t, &mut rng);
+                        let mut applied = traj[t].clone();
+                        let outcome = recovery.apply(&m, &mut applied, &c, &lost, t);
+                        let r = recovery.restoration(&m, &c, &traj[t], &lost, t);
+                        let mut rebuilt = traj[t].clone();
+                        r.restore(&m, &traj, &mut rebuilt);
+                        let at = format!("{selector:?} r {fraction} t {t} {recovery:?}");
+                        assert_eq!(rebuilt, applied, "{at}");
+                        assert_eq!(r.outcome, outcome, "{at}");
+                        if t <= p.period() && recovery == RecoveryPolicy::Partial {
+                            before_first.push((t, r));
+                        }
+                    }
+                }
+            }
+        }
+        for t in [1, 2] {
+            let same: Vec<_> = before_first.iter().filter(|(u, _)| *u == t).collect();
+            assert_eq!(same.len(), 9, "t {t}");
+            assert!(same.iter().all(|(_, r)| r.blocks == same[0].1.blocks));
+            assert_eq!(same[0].1.blocks, vec![(1, 0), (4, 0), (5, 0)]);
+        }
+        // Later, the selectors part: round robin and priority restore
+        // different iterations at r = 1/2, t = 17.
+        let at = |selector| {
+            let p = CheckpointPolicy {
+                interval: 8,
+                fraction: 0.5,
+                selector,
+                budget: WriteBudget::Parameters,
+            };
+            let mut rng = stream(3, Purpose::CheckpointSelection, 17, 0);
+            let c = RunningCheckpoint::replay(&m, &traj, &p, 17, &mut rng);
+            RecoveryPolicy::Partial.restoration(&m, &c, &traj[17], &lost, 17)
+        };
+        assert_ne!(at(Selector::Round).blocks, at(Selector::Priority).blocks);
+    }
+
     #[test]
     fn random_selects_distinct_blocks() {
         let m = Toy(10);

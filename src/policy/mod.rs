@@ -11,4 +11,5 @@ pub(crate) mod recovery;
 pub use checkpoint::{CheckpointPolicy, EventOrder, RunningCheckpoint, Selector, WriteBudget};
 pub(crate) use failure::{FailureTime, LossSpec};
 pub(crate) use placement::Placement;
+pub(crate) use recovery::Restoration;
 pub use recovery::{RecoveryOutcome, RecoveryPolicy};

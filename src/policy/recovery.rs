@@ -54,6 +54,25 @@ impl RecoveryPolicy {
         lost: &[usize],
         failure: usize,
     ) -> RecoveryOutcome {
+        let r = self.restoration(model, checkpoint, state, lost, failure);
+        for &(b, _) in &r.blocks {
+            model.copy_block(&checkpoint.state, state, b as usize);
+        }
+        model.rebuild_derived(state);
+        r.outcome
+    }
+
+    /// What [`RecoveryPolicy::apply`] would do to `state` = x(T), without
+    /// doing it: the blocks it restores with the iteration each was saved
+    /// at, and the outcome it reports.
+    pub(crate) fn restoration<M: Model>(
+        self,
+        model: &M,
+        checkpoint: &RunningCheckpoint<M::State>,
+        state: &M::State,
+        lost: &[usize],
+        failure: usize,
+    ) -> Restoration {
         let n = model.block_count();
         let norm = model.norm_kind();
         let dist: Vec<f64> = (0..n)
@@ -69,20 +88,60 @@ impl RecoveryPolicy {
             RecoveryPolicy::Partial => norm.combine(restore.iter().map(|&b| dist[b])),
         };
         let mut age = 0.0;
+        let mut blocks = Vec::with_capacity(restore.len());
         for &b in &restore {
-            model.copy_block(&checkpoint.state, state, b);
-            age += (failure - checkpoint.saved_at[b].min(failure)) as f64;
+            let saved = checkpoint.saved_at[b];
+            blocks.push((narrow(b), narrow(saved)));
+            age += (failure - saved.min(failure)) as f64;
         }
-        model.rebuild_derived(state);
-        RecoveryOutcome {
-            restored_blocks: restore.len(),
-            perturbation_norm,
-            full_recovery_norm,
-            mean_restored_age: if restore.is_empty() {
-                0.0
-            } else {
-                age / restore.len() as f64
+        Restoration {
+            blocks,
+            outcome: RecoveryOutcome {
+                restored_blocks: restore.len(),
+                perturbation_norm,
+                full_recovery_norm,
+                mean_restored_age: if restore.is_empty() {
+                    0.0
+                } else {
+                    age / restore.len() as f64
+                },
             },
         }
+    }
+}
+
+/// Block indices and iterations are far below 2³² (checked).
+fn narrow(x: usize) -> u32 {
+    u32::try_from(x).expect("a block index or iteration beyond 2^32")
+}
+
+/// What one recovery restores, as [`RecoveryPolicy::restoration`] found it:
+/// the recovered state is x(T) with each of `blocks`' block b replaced by
+/// block b of x(saved) (a running checkpoint's block b is x(saved)'s, by
+/// [`Model::copy_block`]'s contract), so two failures at the same T with
+/// equal `blocks` recover to the same state bit for bit, whatever the
+/// policies that led there.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Restoration {
+    /// (block, iteration its restored value was saved at), in block order.
+    pub(crate) blocks: Vec<(u32, u32)>,
+    /// What the recovery reports.
+    pub(crate) outcome: RecoveryOutcome,
+}
+
+impl Restoration {
+    /// `state` = x(T) (a copy of `trajectory[T]`) recovered: each restored
+    /// block copied from the trajectory's state it was saved at, derived
+    /// state rebuilt. Exactly what [`RecoveryPolicy::apply`] leaves.
+    pub(crate) fn restore<M: Model>(
+        &self,
+        model: &M,
+        trajectory: &[M::State],
+        state: &mut M::State,
+    ) {
+        for &(b, saved) in &self.blocks {
+            model.copy_block(&trajectory[saved as usize], state, b as usize);
+        }
+        model.rebuild_derived(state);
     }
 }

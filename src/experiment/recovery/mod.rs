@@ -10,6 +10,7 @@ mod plan;
 
 use anyhow::{Context, Result, anyhow};
 use rand::seq::SliceRandom;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -21,11 +22,11 @@ use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{
-    Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, run_baseline, run_baselines,
-    run_cohort,
+    Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, restoration, run_baseline,
+    run_baselines, run_cohort,
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
-use crate::policy::{FailureTime, LossSpec, Placement};
+use crate::policy::{FailureTime, LossSpec, Placement, Restoration};
 use crate::report::columns::recovery::{BaselineRow, SummaryRow, TrialRow};
 use crate::report::fmt_f64;
 use crate::report::row::Row;
@@ -228,15 +229,24 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 t,
             ));
         }
+        // What each unit to run restores: units that restore the same
+        // blocks from the same iterations at the same T share their run.
+        if self.opts.share_identical_trials {
+            restorations(
+                model,
+                |t| &baselines[baseline_index(t)],
+                seed,
+                (&units, &points),
+                &mut prepared,
+                &todo,
+            );
+        }
         let prep = |u: usize| {
             prepared[u]
                 .as_ref()
                 .expect("prepared every unit of this run")
         };
-        let key = |u: usize| {
-            let (pi, t) = units[u];
-            TrialKey::new(baseline_index(t), t, &points[pi].config, prep(u), blocks)
-        };
+        let key = |u: usize| TrialKey::new(baseline_index(units[u].1), prep(u));
         let (representatives, followers) = if self.opts.share_identical_trials {
             share_identical(&todo, units.len(), key)
         } else {
@@ -251,7 +261,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 &mine,
                 representatives,
                 &followers,
-                |u| prep(u).lost.len(),
+                |u, o| prep(u).own(o),
             )?,
         };
         if !taken.is_empty() {
@@ -291,7 +301,7 @@ impl ModelVisitor for RecoveryVisitor<'_> {
                 ) else {
                     return Ok(None);
                 };
-                let computed = with_followers(cohort, outcomes, &followers, |f| prep(f).lost.len());
+                let computed = with_followers(cohort, outcomes, &followers, |f, o| prep(f).own(o));
                 if let Some(share) = &across {
                     share.store(computed.iter().copied());
                 }
@@ -386,23 +396,17 @@ fn cohort_groups(
 
 /// The outcomes of a cohort's representatives, each followed by the same
 /// outcome for the units that share its `TrialKey` (`followers`), with
-/// their own count of lost blocks.
+/// what each reports of its own failure (`own`, [`Prepared::own`]).
 fn with_followers(
     cohort: &[usize],
     outcomes: Vec<TrialOutcome>,
     followers: &[Vec<usize>],
-    lost_blocks: impl Fn(usize) -> usize,
+    own: impl Fn(usize, TrialOutcome) -> TrialOutcome,
 ) -> Vec<(usize, TrialOutcome)> {
     let mut computed = Vec::with_capacity(cohort.len());
     for (&u, o) in cohort.iter().zip(outcomes) {
         for &f in &followers[u] {
-            computed.push((
-                f,
-                TrialOutcome {
-                    lost_blocks: lost_blocks(f),
-                    ..o
-                },
-            ));
+            computed.push((f, own(f, o)));
         }
         computed.push((u, o));
     }
@@ -495,12 +499,17 @@ fn failure_iteration<S>(baseline: &Baseline<S>, point: &Point, seed: u64, t: usi
         .expect("checked before the trials started")
 }
 
-/// The random draws of trial `t` at one point: failure time and lost blocks.
+/// The random draws of trial `t` at one point: failure time and lost
+/// blocks; and, once found, what recovery restores.
 pub(super) struct Prepared {
     /// T.
     pub(super) failure_iteration: usize,
     /// The lost blocks (sorted).
     pub(super) lost: Vec<usize>,
+    /// The blocks recovery restores and when each was saved, with what the
+    /// recovery reports ([`restorations`]); `None` until found (and
+    /// without trial sharing, where each trial replays its checkpoints).
+    pub(super) restoration: Option<Restoration>,
 }
 
 impl Prepared {
@@ -512,6 +521,47 @@ impl Prepared {
             order: point.config.order,
             recovery: point.config.recovery,
             checkpoint_rng: stream(seed, Purpose::CheckpointSelection, t as u64, 0),
+            restoration: self.restoration.as_ref(),
+        }
+    }
+
+    /// `o`, the outcome of a unit with the same [`TrialKey`], as this unit
+    /// reports it: its own count of lost blocks and its own recovery's
+    /// figures (a checkpoint's other blocks, which enter
+    /// `full_recovery_norm`, may differ between units that restore the same
+    /// blocks from the same iterations).
+    pub(super) fn own(&self, o: TrialOutcome) -> TrialOutcome {
+        TrialOutcome {
+            lost_blocks: self.lost.len(),
+            recovery: self.restoration.as_ref().map_or(o.recovery, |r| r.outcome),
+            ..o
+        }
+    }
+}
+
+/// Finds what recovery restores for each unit of `todo` ([`Prepared::restoration`],
+/// replaying its checkpoints along its unperturbed run), in parallel.
+/// `baseline_of(t)` is trial t's unperturbed run.
+pub(super) fn restorations<'b, M: Model>(
+    model: &M,
+    baseline_of: impl Fn(usize) -> &'b Baseline<M::State> + Sync,
+    seed: u64,
+    (units, points): (&[(usize, usize)], &[Point]),
+    prepared: &mut [Option<Prepared>],
+    todo: &[usize],
+) {
+    let found: Vec<(usize, Restoration)> = todo
+        .par_iter()
+        .filter_map(|&u| {
+            let (pi, t) = units[u];
+            let p = prepared[u].as_ref()?;
+            let setup = p.setup(&points[pi], seed, t);
+            Some((u, restoration(model, baseline_of(t), &setup)))
+        })
+        .collect();
+    for (u, r) in found {
+        if let Some(p) = prepared[u].as_mut() {
+            p.restoration = Some(r);
         }
     }
 }
@@ -550,6 +600,7 @@ pub(super) fn prepare(
     Prepared {
         failure_iteration,
         lost,
+        restoration: None,
     }
 }
 

@@ -60,29 +60,33 @@ impl ModelVisitor for PlanVisitor<'_> {
         let mut shared_units = 0;
         if self.opts.share_identical_trials {
             let blocks = model.block_count();
-            let prepared: Vec<Prepared> = units
+            let mut prepared: Vec<Option<Prepared>> = units
                 .iter()
                 .map(|&(p, t)| {
-                    prepare(
+                    Some(prepare(
                         baseline.iterations(),
                         &points[p],
                         sc.ps_nodes,
                         blocks,
                         sc.meta.seed,
                         t,
-                    )
+                    ))
                 })
                 .collect();
             let all: Vec<usize> = (0..units.len()).collect();
+            // Along the one unperturbed run, which stands in for each
+            // trial's under a per-trial data order.
+            restorations(
+                model,
+                |_| &baseline,
+                sc.meta.seed,
+                (&units, &points),
+                &mut prepared,
+                &all,
+            );
             let (_, followers) = share_identical(&all, units.len(), |u| {
-                let (p, t) = units[u];
-                TrialKey::new(
-                    baseline_index(sc, t),
-                    t,
-                    &points[p].config,
-                    &prepared[u],
-                    blocks,
-                )
+                let p = prepared[u].as_ref().expect("prepared every unit");
+                TrialKey::new(baseline_index(sc, units[u].1), p)
             });
             for f in followers.iter().flatten() {
                 computed[*f] = 0.0;
