@@ -151,8 +151,9 @@ fn sharing_identical_trials_gives_the_same_results_as_running_each() {
     assert!(scenario.contains("1.0]"), "{scenario}");
     std::fs::write(dir.join("partial.toml"), scenario).unwrap();
     // Full checkpoints are shared across selectors; a partial `random`
-    // checkpoint draws from its own trial's stream and is never shared (with
-    // every block lost, trials failing at the same T differ only there).
+    // checkpoint draws from its own trial's stream, so trials failing at the
+    // same T (with every block lost) share only where their draws left every
+    // block saved at the same iteration (before the first checkpoint).
     let priority = small_recovery("share-priority", 12)
         .replace("lost = { fraction = 0.5 }", "lost = { fraction = 1.0 }")
         .replace("[checkpoint]", "[checkpoint]\nselector = \"priority\"")
