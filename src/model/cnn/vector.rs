@@ -43,6 +43,15 @@ pub(crate) trait Vector<S: Scalar>: Copy {
     fn lanes_from(from: usize) -> Self::Mask;
     /// The mask as bits (lane l is bit l).
     fn bits(m: Self::Mask) -> u32;
+    /// Writes lanes `0..n` (`n` ≤ [`LANES`]) into the first `n` values of
+    /// `d`. In registers at the SIMD levels: a kernel's accumulators written
+    /// this way are never copied to the stack (the copy that
+    /// [`Vector::to_array`] needs made the compiler store them at every
+    /// iteration of the loop that sums them).
+    fn store_first(self, d: &mut [S], n: usize) {
+        let n = n.min(LANES);
+        d[..n].copy_from_slice(&self.to_array()[..n]);
+    }
     /// The lanes as an array.
     fn to_array(self) -> [S; LANES] {
         let mut a = [S::zero(); LANES];
@@ -161,6 +170,19 @@ mod x86 {
             }
         }
         #[inline(always)]
+        fn store_first(self, d: &mut [f32], n: usize) {
+            let n = n.min(LANES);
+            let d = &mut d[..n];
+            // Lane l of half h is written where 8h + l < n.
+            let lane = unsafe { _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7) };
+            unsafe {
+                let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lane);
+                let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32 - 8), lane);
+                _mm256_maskstore_ps(d.as_mut_ptr(), m0, self.0[0]);
+                _mm256_maskstore_ps(d.as_mut_ptr().wrapping_add(8), m1, self.0[1]);
+            }
+        }
+        #[inline(always)]
         fn mul_add(self, x: Self, acc: Self) -> Self {
             unsafe {
                 Avx2([
@@ -230,6 +252,13 @@ mod x86 {
             unsafe { _mm512_storeu_ps(d.as_mut_ptr(), self.0) }
         }
         #[inline(always)]
+        fn store_first(self, d: &mut [f32], n: usize) {
+            let n = n.min(LANES);
+            let d = &mut d[..n];
+            let m = (u32::from(u16::MAX) >> (LANES - n)) as u16;
+            unsafe { _mm512_mask_storeu_ps(d.as_mut_ptr(), m, self.0) }
+        }
+        #[inline(always)]
         fn mul_add(self, x: Self, acc: Self) -> Self {
             unsafe { Avx512(_mm512_fmadd_ps(self.0, x.0, acc.0)) }
         }
@@ -263,13 +292,21 @@ mod tests {
         let mut bits = [0f32; LANES];
         bits[0] = V::bits(m) as f32;
         bits[1] = V::bits(V::lanes_from(5)) as f32;
-        vec![
+        let mut out = vec![
             bits,
             va.mul_add(vb, vc).to_array(),
             V::select(m, va, vc).to_array(),
             V::select(V::lanes_from(5), va, vb).to_array(),
             V::splat(c[3]).to_array(),
-        ]
+        ];
+        // `store_first` writes lanes 0..n and nothing past them (the slice
+        // given is only n long where n < LANES).
+        for n in [0, 1, 3, 7, 8, 9, 15, 16] {
+            let mut d = [-7.0f32; LANES];
+            va.store_first(&mut d[..n], n);
+            out.push(d);
+        }
+        out
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -301,6 +338,12 @@ mod tests {
             .filter(|&l| a[l] > b[l])
             .fold(0u32, |m, l| m | 1 << l);
         assert_eq!(want[0][0] as u32, gt);
+        for (d, n) in want[5..].iter().zip([0, 1, 3, 7, 8, 9, 15, 16]) {
+            for l in 0..LANES {
+                let x = if l < n { a[l] } else { -7.0 };
+                assert_eq!(d[l].to_bits(), x.to_bits(), "store_first({n}), lane {l}");
+            }
+        }
         let same = |got: Vec<[f32; LANES]>| {
             for (g, w) in got.iter().zip(&want) {
                 for (x, y) in g.iter().zip(w) {
