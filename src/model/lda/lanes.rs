@@ -391,8 +391,9 @@ impl Group<'_> {
 /// it may reorder, were vectorised that way and ran 12% slower), and
 /// whole-array accumulators (no index computed at run time) stay in vector
 /// registers, one compare and one masked add per topic. The counts are
-/// returned as i32, one vector conversion (an f64 → u64 conversion per lane
-/// takes several instructions below AVX-512).
+/// returned as i32 (an f64 → u64 conversion per lane takes several
+/// instructions below AVX-512), converted unchecked: two instructions per
+/// lane where the saturating `as i32` took six.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
 fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [i32; LANES] {
@@ -419,7 +420,13 @@ fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [i32; LANES] {
     }
     let mut new = [0i32; LANES];
     for s in 0..LANES {
-        new[s] = ((c0[s] + c1[s]) + (c2[s] + c3[s])) as i32;
+        let count = (c0[s] + c1[s]) + (c2[s] + c3[s]);
+        // SAFETY: a count of at most `prefix.len()` ones, a whole number far
+        // inside i32 (not NaN, not infinite). Unchecked, the conversion is
+        // one vector instruction; `as i32` saturates, which the compiler
+        // did lane by lane (five scalar instructions per lane, on the
+        // draw's critical path).
+        new[s] = unsafe { count.to_int_unchecked::<i32>() };
     }
     new
 }
