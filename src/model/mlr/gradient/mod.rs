@@ -573,7 +573,12 @@ fn forward_rows_body<C: Col, V: Val>(
         }
         for r in live {
             let (c, v) = terms[r];
-            accumulate10(w, c, v, &mut acc[r]);
+            // A local copy, so that the sums stay in registers: indexed by
+            // `r`, `acc[r]` lived on the stack, every term a load, add and
+            // store of the same ten values (a chain through memory).
+            let mut a = acc[r];
+            accumulate10(w, c, v, &mut a);
+            acc[r] = a;
         }
         for (o, a) in out.chunks_exact_mut(10).zip(&acc) {
             o.copy_from_slice(a);
