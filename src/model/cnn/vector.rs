@@ -143,7 +143,8 @@ mod x86 {
 
     // SAFETY (every `unsafe` block below): the type is only used inside
     // functions compiled with `avx2,fma`, which run only on CPUs that have
-    // them; loads and stores go through slices checked to hold LANES values.
+    // them; loads and stores go through slices checked to hold the values
+    // they touch (LANES, or `store_first`'s n).
     impl Vector<f32> for Avx2 {
         type Mask = [__m256; 2];
         const REGS: usize = 8;
@@ -175,6 +176,9 @@ mod x86 {
             let d = &mut d[..n];
             // Lane l of half h is written where 8h + l < n.
             let lane = unsafe { _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7) };
+            // SAFETY: a masked store touches only the lanes its mask
+            // selects, all inside `d` (the second half's address lies past
+            // `d` when n ≤ 8, and its mask is then empty).
             unsafe {
                 let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lane);
                 let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32 - 8), lane);
@@ -233,7 +237,8 @@ mod x86 {
 
     // SAFETY (every `unsafe` block below): the type is only used inside
     // functions compiled with `avx512f`, which run only on CPUs that have
-    // it; loads and stores go through slices checked to hold LANES values.
+    // it; loads and stores go through slices checked to hold the values
+    // they touch (LANES, or `store_first`'s n).
     impl Vector<f32> for Avx512 {
         type Mask = __mmask16;
         const REGS: usize = 32;
@@ -256,6 +261,7 @@ mod x86 {
             let n = n.min(LANES);
             let d = &mut d[..n];
             let m = (u32::from(u16::MAX) >> (LANES - n)) as u16;
+            // SAFETY: the store touches only lanes 0..n, inside `d`.
             unsafe { _mm512_mask_storeu_ps(d.as_mut_ptr(), m, self.0) }
         }
         #[inline(always)]

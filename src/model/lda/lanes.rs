@@ -423,9 +423,8 @@ fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [i32; LANES] {
         let count = (c0[s] + c1[s]) + (c2[s] + c3[s]);
         // SAFETY: a count of at most `prefix.len()` ones, a whole number far
         // inside i32 (not NaN, not infinite). Unchecked, the conversion is
-        // one vector instruction; `as i32` saturates, which the compiler
-        // did lane by lane (five scalar instructions per lane, on the
-        // draw's critical path).
+        // two instructions per lane (an extract and a convert); `as i32`
+        // saturates, which took six per lane, on the draw's critical path.
         new[s] = unsafe { count.to_int_unchecked::<i32>() };
     }
     new

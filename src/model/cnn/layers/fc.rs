@@ -244,7 +244,8 @@ fn fc_weight_grad_tile<T: Scalar, V: Vector<T>, const OT: usize, const IV: usize
 /// Weight gradient of a fully connected layer on row-major activations:
 /// `dw[o][i] = Σ_r dy[r][o] · x[r][i]` over the `n` images, `dy` rows of
 /// stride `dys` (`out` used), `x` rows of stride `xs` (a multiple of
-/// [`LANES`], `inp` used); `dw` is `(out, inp)`. Overwrites `dw`.
+/// [`LANES`], `inp` used), each holding `n` whole rows; `dw` is
+/// `(out, inp)`. Overwrites `dw`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn fc_weight_grad<T: Scalar, V: Vector<T>>(
