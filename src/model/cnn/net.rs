@@ -21,8 +21,8 @@
 use std::ops::Range;
 
 use super::layers::{
-    Codes, ConvShape, LANES, P1_LEN, P1_SIDE, P2_SIDE, PAIRS_LEN, PLANE, Scalar, TAPS2, Term,
-    W2_PADDED, conv1_backward, conv1_pool, conv2_backward, conv2_pool, fc_bias_grad, fc_forward_t,
+    Codes, ConvShape, LANES, P1_LEN, P1_SIDE, P2_SIDE, PAIRS_LEN, PLANE, Scalar, TAPS2, W2_PADDED,
+    conv1_backward, conv1_pool, conv2_backward, conv2_pool, fc_bias_grad, fc_forward_t,
     fc_input_grad, fc_weight_grad, pad_conv2, pad_rows, rows_from_t, softmax_t, split_columns,
     transpose_conv2,
 };
@@ -247,7 +247,7 @@ pub(crate) struct Net<T> {
     dp2: Vec<T>,
     dp1: Vec<T>,
     w2t: Vec<T>,
-    terms2: Vec<Term<T>>,
+    grads2: Vec<T>,
     pairs: Vec<T>,
     w2c: Vec<T>,
     w2p: Vec<T>,
@@ -286,7 +286,7 @@ impl<T: Scalar> Net<T> {
             dp2: vec![z; n * arch.flat],
             dp1: vec![z; n * P1_LEN + LANES],
             w2t: vec![z; TAPS2 * CONV2_CHANNELS],
-            terms2: vec![Term::default(); CONV2_CHANNELS * n * A2],
+            grads2: vec![z; CONV2_CHANNELS * n * A2],
             pairs: vec![z; PAIRS_LEN],
             w2c: vec![z; W2_PADDED],
             w2p: vec![z; FC2_UNITS * H1S],
@@ -580,7 +580,7 @@ impl<T: Scalar> Net<T> {
             gw2,
             gb2,
             &mut self.dp1,
-            &mut self.terms2,
+            &mut self.grads2,
         );
         // pool1 + ReLU + conv1
         let (gw1, gb1) = grad[g(0).start..g(1).end].split_at_mut(g(0).len());

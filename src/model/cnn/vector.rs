@@ -37,6 +37,8 @@ pub(crate) trait Vector<S: Scalar>: Copy {
     fn mul_add(self, x: Self, acc: Self) -> Self;
     /// `self > o` per lane (false where either is NaN).
     fn gt(self, o: Self) -> Self::Mask;
+    /// `self != o` per lane (true where either is NaN, as Rust's `!=`).
+    fn ne(self, o: Self) -> Self::Mask;
     /// `a` where `m`, else `b`.
     fn select(m: Self::Mask, a: Self, b: Self) -> Self;
     /// The mask of lanes `from..LANES`.
@@ -96,6 +98,14 @@ impl<S: Scalar> Vector<S> for Portable<S> {
         let mut m = [false; LANES];
         for (l, m) in m.iter_mut().enumerate() {
             *m = self.0[l] > o.0[l];
+        }
+        m
+    }
+    #[inline(always)]
+    fn ne(self, o: Self) -> [bool; LANES] {
+        let mut m = [false; LANES];
+        for (l, m) in m.iter_mut().enumerate() {
+            *m = self.0[l] != o.0[l];
         }
         m
     }
@@ -205,6 +215,15 @@ mod x86 {
             }
         }
         #[inline(always)]
+        fn ne(self, o: Self) -> [__m256; 2] {
+            unsafe {
+                [
+                    _mm256_cmp_ps::<_CMP_NEQ_UQ>(self.0[0], o.0[0]),
+                    _mm256_cmp_ps::<_CMP_NEQ_UQ>(self.0[1], o.0[1]),
+                ]
+            }
+        }
+        #[inline(always)]
         fn select(m: [__m256; 2], a: Self, b: Self) -> Self {
             unsafe {
                 Avx2([
@@ -273,6 +292,10 @@ mod x86 {
             unsafe { _mm512_cmp_ps_mask::<_CMP_GT_OQ>(self.0, o.0) }
         }
         #[inline(always)]
+        fn ne(self, o: Self) -> __mmask16 {
+            unsafe { _mm512_cmp_ps_mask::<_CMP_NEQ_UQ>(self.0, o.0) }
+        }
+        #[inline(always)]
         fn select(m: __mmask16, a: Self, b: Self) -> Self {
             unsafe { Avx512(_mm512_mask_blend_ps(m, b.0, a.0)) }
         }
@@ -298,6 +321,7 @@ mod tests {
         let mut bits = [0f32; LANES];
         bits[0] = V::bits(m) as f32;
         bits[1] = V::bits(V::lanes_from(5)) as f32;
+        bits[2] = V::bits(va.ne(vb)) as f32;
         let mut out = vec![
             bits,
             va.mul_add(vb, vc).to_array(),
@@ -330,10 +354,12 @@ mod tests {
     #[test]
     fn every_vector_type_computes_the_portable_bits() {
         let mut a: Vec<f32> = (0..LANES).map(|i| (i as f32 * 0.77).sin() * 1e3).collect();
-        let b: Vec<f32> = (0..LANES).map(|i| (i as f32 * 0.31).cos() * 1e-3).collect();
+        let mut b: Vec<f32> = (0..LANES).map(|i| (i as f32 * 0.31).cos() * 1e-3).collect();
         let c: Vec<f32> = (0..LANES).map(|i| (i as f32 * 1.3).sin()).collect();
         a[2] = f32::NAN;
         a[4] = b[4];
+        // Zeros of both signs are equal.
+        (a[6], b[6]) = (-0.0, 0.0);
         let want = ops::<Portable<f32>>(&a, &b, &c);
         // The fused multiply-add rounds once.
         assert_eq!(want[1][1], a[1].mul_add(b[1], c[1]));
@@ -344,6 +370,15 @@ mod tests {
             .filter(|&l| a[l] > b[l])
             .fold(0u32, |m, l| m | 1 << l);
         assert_eq!(want[0][0] as u32, gt);
+        let ne = (0..LANES)
+            .filter(|&l| a[l] != b[l])
+            .fold(0u32, |m, l| m | 1 << l);
+        assert_eq!(want[0][2] as u32, ne);
+        assert_eq!(
+            ne & 0b101_0100,
+            0b100,
+            "NaN differs; equal values and ±0 do not"
+        );
         for (d, n) in want[5..].iter().zip([0, 1, 3, 7, 8, 9, 15, 16]) {
             for l in 0..LANES {
                 let x = if l < n { a[l] } else { -7.0 };

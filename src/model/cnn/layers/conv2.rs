@@ -105,11 +105,12 @@ fn conv2_tile<T: Scalar, V: Vector<T>, const DR: usize, const OW: usize>(
 /// gradient `dp2` with respect to the pooled outputs `p2` (window codes
 /// `arg2`) of `n` images, the pooled conv1 outputs `p1` and the weights
 /// `w2p` `(out, kh, kw, in)` laid out by [`pad_conv2`]. Overwrites `dw`,
-/// `db` and the first `n` images of `dp1` (NHWC, like `p1`); `terms` is
-/// scratch (`16 × n·16` entries). `p1` and `dp1` must extend [`LANES`]
-/// values past the last image (a kernel row's second vector reaches two
-/// values beyond it, a window patch's third vector eight). Windows whose
-/// gradient is zero add nothing and are skipped.
+/// `db` and the first `n` images of `dp1` (NHWC, like `p1`); `grads` is
+/// scratch (`n·16 × 16` values: each window's gradients by channel). `p1`
+/// and `dp1` must extend [`LANES`] values past the last image (a kernel
+/// row's second vector reaches two values beyond it, a window patch's third
+/// vector eight). Windows whose gradient is zero add nothing to the input
+/// gradient and are skipped there; see below for the weight gradient.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
@@ -122,13 +123,12 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
     dw: &mut [T],
     db: &mut [T],
     dp1: &mut [T],
-    terms: &mut [Term<T>],
+    grads: &mut [T],
 ) {
     const C2: usize = CONV2_CHANNELS;
     const WINDOWS: usize = P2_SIDE * P2_SIDE;
     const ROW: usize = P1_SIDE * CONV1_CHANNELS;
-    let per_channel = n * WINDOWS;
-    let mut count = [0usize; C2];
+    let grads = &mut grads[..n * WINDOWS * C2];
     // Input gradient: image by image, window by window; within a window, by
     // the position of the maximum (code order), then channel by channel. A
     // window's maxima read a 6 × 6-pixel patch of `dp1` (6 rows of 36
@@ -141,8 +141,8 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
     // patch from [`pad_conv2`]'s zero-gapped rows, to rows dh..dh + 5. Lanes a weight does not cover
     // add g·0 = ±0, which leaves every non-zero value as it is (only the
     // sign of a zero can differ, and conv1's backward adds a zero gradient's
-    // ±0 terms without effect either way). The same pass lists each
-    // channel's weight-gradient terms in order.
+    // ±0 terms without effect either way). The same pass keeps each
+    // window's gradients in `grads` for the weight gradient.
     let zero = V::splat(T::zero());
     for img in 0..n {
         let d = &mut dp1[img * P1_LEN..];
@@ -155,11 +155,11 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
                 // the ReLU, the live (non-zero) ones as a bit mask, split by
                 // the maximum's position q = 2·dh + dw.
                 let gv = V::select(V::load(&p2[j0..]).gt(zero), V::load(&dp2[j0..]), zero);
-                let gs = gv.to_array();
-                let live = gs
-                    .iter()
-                    .enumerate()
-                    .fold(0u32, |m, (co, &g)| m | (u32::from(g != T::zero()) << co));
+                gv.store(&mut grads[j0..]);
+                let gs: &[T; LANES] = grads[j0..j0 + LANES].try_into().expect("a window");
+                // Lanes whose gradient differs from ±0 (a NaN one included,
+                // as `!=` has it).
+                let live = V::bits(gv.ne(zero));
                 let codes = arg2[win];
                 let (dws, dhs) = (codes & 0xffff, codes >> LANES);
                 let by_code = [
@@ -168,16 +168,6 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
                     live & dhs & !dws,
                     live & dhs & dws,
                 ];
-                let mut rest = live;
-                while rest != 0 {
-                    let co = rest.trailing_zeros() as usize;
-                    rest &= rest - 1;
-                    let (dh, dw_) = code_at(codes, co);
-                    let at = (img * P1_LEN + (2 * ph + dh) * ROW + (2 * pw + dw_) * CONV1_CHANNELS)
-                        as u32;
-                    terms[co * per_channel + count[co]] = Term { at, g: gs[co] };
-                    count[co] += 1;
-                }
                 if live == 0 {
                     continue;
                 }
@@ -190,10 +180,10 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
                     }
                 }
                 let (s0, s1) = (patch_shift(2 * pw), patch_shift(2 * pw + 1));
-                acc = window_input_grad::<T, V, 0>(acc, by_code[0], &gs, w2p, s0);
-                acc = window_input_grad::<T, V, 0>(acc, by_code[1], &gs, w2p, s1);
-                acc = window_input_grad::<T, V, 1>(acc, by_code[2], &gs, w2p, s0);
-                acc = window_input_grad::<T, V, 1>(acc, by_code[3], &gs, w2p, s1);
+                acc = window_input_grad::<T, V, 0>(acc, by_code[0], gs, w2p, s0);
+                acc = window_input_grad::<T, V, 0>(acc, by_code[1], gs, w2p, s1);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[2], gs, w2p, s0);
+                acc = window_input_grad::<T, V, 1>(acc, by_code[3], gs, w2p, s1);
                 for (r, a) in acc.iter().enumerate() {
                     let base = at + r * ROW;
                     for (v, x) in a.iter().enumerate() {
@@ -204,18 +194,41 @@ pub(crate) fn conv2_backward<T: Scalar, V: Vector<T>>(
         }
     }
     // Weight and bias gradients: channel by channel, accumulated in registers
-    // over the channel's terms in (image, window) order (lanes 14 and 15 of
-    // each kernel row's second vector are discarded).
+    // over every window in (image, window) order (lanes 14 and 15 of each
+    // kernel row's second vector are discarded). A window whose gradient is
+    // ±0 (a fifth of them, measured on MNIST) adds ±0·x = ±0 to every sum,
+    // which leaves it as it is (a sum started from +0 is never −0; `p1`,
+    // pooled ReLU outputs of a finite forward pass, is finite): the bits of
+    // the chain over the live windows alone, without the per-channel term
+    // lists whose building, a data-dependent branch and store per live
+    // channel, cost more than the dead windows' multiply-adds.
     for co in 0..C2 {
         let mut acc = [[V::splat(T::zero()); 2]; KERNEL];
         let mut bias = T::zero();
-        for t in &terms[co * per_channel..co * per_channel + count[co]] {
-            bias = bias + t.g;
-            let gv = V::splat(t.g);
-            let x = &p1[t.at as usize..];
-            for (kh, a) in acc.iter_mut().enumerate() {
-                a[0] = gv.mul_add(V::load(&x[kh * ROW..]), a[0]);
-                a[1] = gv.mul_add(V::load(&x[kh * ROW + LANES..]), a[1]);
+        for img in 0..n {
+            // Fixed-size views: the offsets below are provably in range.
+            let xi: &[T; P1_LEN + LANES] = p1[img * P1_LEN..][..P1_LEN + LANES]
+                .try_into()
+                .expect("a p1 image");
+            let gi: &[T; WINDOWS * C2] = grads[img * WINDOWS * C2..][..WINDOWS * C2]
+                .try_into()
+                .expect("an image's window gradients");
+            let ci: &[Codes; WINDOWS] = arg2[img * WINDOWS..][..WINDOWS]
+                .try_into()
+                .expect("an image's window codes");
+            for ph in 0..P2_SIDE {
+                for pw in 0..P2_SIDE {
+                    let win = ph * P2_SIDE + pw;
+                    let g = gi[win * C2 + co];
+                    let (dh, dw_) = code_at(ci[win], co);
+                    let at = (2 * ph + dh) * ROW + (2 * pw + dw_) * CONV1_CHANNELS;
+                    bias = bias + g;
+                    let gv = V::splat(g);
+                    for (kh, a) in acc.iter_mut().enumerate() {
+                        a[0] = gv.mul_add(V::load(&xi[at + kh * ROW..]), a[0]);
+                        a[1] = gv.mul_add(V::load(&xi[at + kh * ROW + LANES..]), a[1]);
+                    }
+                }
             }
         }
         db[co] = bias;

@@ -230,15 +230,5 @@ fn through_relu<T: Scalar>(v: T, g: T) -> T {
     if v > T::zero() { g } else { T::zero() }
 }
 
-/// One term of a convolution's weight gradient: the gradient a window's
-/// maximum receives and where that maximum's input patch starts.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Term<T> {
-    /// Offset of the patch in the layer's input.
-    pub(crate) at: u32,
-    /// The gradient (non-zero).
-    pub(crate) g: T,
-}
-
 #[cfg(test)]
 mod tests;

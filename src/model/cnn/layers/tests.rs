@@ -221,9 +221,9 @@ fn conv2_backward_is_each_outputs_chain_over_its_live_windows_in_order() {
     pad_conv2(&w, &mut w2p);
     let (mut dw, mut db) = (vec![0.0f32; 16 * TAPS2], vec![0.0f32; 16]);
     let mut dp1 = vec![1.0f32; n * P1_LEN + LANES];
-    let mut terms = vec![Term::default(); 16 * n * 16];
+    let mut grads = vec![0.0f32; 16 * n * 16];
     conv2_backward::<f32, Portable<f32>>(
-        n, &p1, &p2, &arg, &dp2, &w2p, &mut dw, &mut db, &mut dp1, &mut terms,
+        n, &p1, &p2, &arg, &dp2, &w2p, &mut dw, &mut db, &mut dp1, &mut grads,
     );
     let live = |img: usize, win: usize, co: usize| {
         let j = (img * 16 + win) * 16 + co;
