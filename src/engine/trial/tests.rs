@@ -7,6 +7,24 @@ use crate::model::mlr::{Mlr, MlrConfig};
 use crate::policy::Selector;
 use crate::rng::{Purpose, stream};
 
+/// The metric of x(`steps`) of the unperturbed run with `run_seed`: a
+/// criterion that run meets after about that many iterations.
+fn metric_after<M: Model>(model: &M, steps: usize, run_seed: u64) -> f64 {
+    let mut ws = model.workspace();
+    let mut probe = model.init();
+    for iteration in 0..steps {
+        model.step(
+            &mut probe,
+            IterCtx {
+                iteration,
+                run_seed,
+            },
+            &mut ws,
+        );
+    }
+    model.metric(&probe, &mut ws)
+}
+
 /// A failure at an iteration with a full checkpoint due: written first,
 /// the checkpoint is x(T) itself and full recovery costs nothing; the
 /// failure first leaves the checkpoint before it, and rework follows. One
@@ -20,20 +38,8 @@ fn event_order_decides_whether_the_checkpoint_due_at_t_survives() {
             learning_rate: 1e-5,
         },
     );
-    let mut ws = model.workspace();
-    let mut probe = model.init();
-    for k in 0..24 {
-        model.step(
-            &mut probe,
-            IterCtx {
-                iteration: k,
-                run_seed: 3,
-            },
-            &mut ws,
-        );
-    }
     let convergence = Convergence {
-        criterion: model.metric(&probe, &mut ws),
+        criterion: metric_after(&model, 24, 3),
         max_iterations: 400,
     };
     let baseline = run_baseline(&model, &convergence, 3).expect("converges");
@@ -94,19 +100,8 @@ fn a_trial_restored_to_an_unperturbed_state_finishes_from_its_metrics() {
             init_seed: 4,
         },
     );
+    let criterion = metric_after(&model, 30, 0);
     let mut ws = model.workspace();
-    let mut probe = model.init();
-    for k in 0..30 {
-        model.step(
-            &mut probe,
-            IterCtx {
-                iteration: k,
-                run_seed: 0,
-            },
-            &mut ws,
-        );
-    }
-    let criterion = model.metric(&probe, &mut ws);
     let baseline = run_baseline(
         &model,
         &Convergence {
@@ -238,16 +233,8 @@ fn a_trial_can_run_past_convergence_to_the_cap() {
             learning_rate: 1e-5,
         },
     );
+    let criterion = metric_after(&model, 12, 3);
     let mut ws = model.workspace();
-    let mut probe = model.init();
-    for k in 0..12 {
-        let ctx = IterCtx {
-            iteration: k,
-            run_seed: 3,
-        };
-        model.step(&mut probe, ctx, &mut ws);
-    }
-    let criterion = model.metric(&probe, &mut ws);
     let baseline = run_baseline(
         &model,
         &Convergence {
