@@ -5,7 +5,8 @@
 use crate::common;
 
 use common::{
-    assert_listed_with_panels, assert_same_bytes_on_every_kernel_level, scarsim, stderr, tmpdir,
+    assert_listed_with_panels, assert_same_bytes_as_brute_force,
+    assert_same_bytes_on_every_kernel_level, run_ok, scarsim, stderr, tmpdir,
 };
 
 /// A small LDA recovery scenario for the Reuters stand-in at `--scale 0.01`
@@ -126,6 +127,55 @@ fn lda_csv_bytes_equal_on_every_kernel_level() {
         "lda",
         &["--synthetic", "--scale", "0.01", "--threads", "2"],
     );
+}
+
+/// Under a per-trial data order LDA's trials of different trial indices
+/// share cohorts (each lane with its own run's uniform numbers): the CSV
+/// bytes equal the portable kernels', the brute-force path's (every metric
+/// evaluated, nothing shared, every trial rerun from x(0)) and those of
+/// one thread.
+#[test]
+fn lda_per_trial_order_matches_on_every_kernel_level_and_by_brute_force() {
+    let dir = tmpdir("lda-per-trial");
+    let scenario =
+        small_lda("lda", 6).replace("seed = 7\n", "seed = 7\ndata_order = \"per-trial\"\n");
+    assert!(scenario.contains("data_order = \"per-trial\""));
+    std::fs::write(dir.join("s.toml"), scenario).unwrap();
+    let args = ["--synthetic", "--scale", "0.01", "--threads", "2"];
+    assert_same_bytes_on_every_kernel_level(&dir, "s.toml", "lda", &args);
+    assert_same_bytes_as_brute_force(&dir, "s.toml", "lda", &args);
+    run_ok(
+        &dir,
+        &[
+            "run",
+            "s.toml",
+            "--out",
+            "one",
+            "--quiet",
+            "--no-plot",
+            "--synthetic",
+            "--scale",
+            "0.01",
+            "--threads",
+            "1",
+        ],
+    );
+    for f in ["summary.csv", "trials.csv", "baseline.csv"] {
+        assert_eq!(
+            std::fs::read(dir.join("best/lda").join(f)).unwrap(),
+            std::fs::read(dir.join("one/lda").join(f)).unwrap(),
+            "{f} differs between 1 and 2 threads"
+        );
+    }
+    // The trials fork from unperturbed runs of their own (baseline.csv's
+    // first column is the run).
+    let baseline = std::fs::read_to_string(dir.join("best/lda/baseline.csv")).unwrap();
+    let runs: std::collections::BTreeSet<&str> = baseline
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(runs.len(), 6, "{baseline}");
 }
 
 #[test]

@@ -20,8 +20,8 @@ pub(crate) use baseline::{Baseline, RunStart, run_baseline, run_baselines};
 pub(crate) use queue::{EventQueue, Events, run_events};
 pub(crate) use trial::restoration;
 pub use trial::{
-    EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort, run_hooked,
-    run_trial,
+    EngineOptions, Finish, ForkMode, TrialHook, TrialOutcome, TrialSetup, run_cohort,
+    run_cohort_on, run_hooked, run_trial,
 };
 
 /// When a run counts as converged, and when to give up.

@@ -188,7 +188,8 @@ pub struct Finish {
 /// The iteration-domain trial loop: runs the trials of `hooks`, which fork
 /// from the same unperturbed run, in lockstep by iteration so that the
 /// model can serve them together ([`Model::check_many`] or
-/// [`Model::metric_many`], then [`Model::step_many`]). A trial joins at its
+/// [`Model::metric_many`], then [`Model::step_many`]); [`run_hooked_on`]
+/// for trials of several unperturbed runs. A trial joins at its
 /// start iteration and leaves when it converges, diverges or reaches
 /// `convergence.max_iterations` (a trial that runs past convergence,
 /// [`TrialHook::runs_past_convergence`], leaves at the cap). Each trial's result is exactly what it
@@ -204,11 +205,34 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
     ws: &mut M::Workspace,
     stop: &dyn Fn() -> bool,
 ) -> Option<Vec<Finish>> {
-    let run_seed = baseline.run_seed;
+    let baselines = vec![baseline; hooks.len()];
+    run_hooked_on(model, &baselines, convergence, hooks, certify, ws, stop)
+}
+
+/// [`run_hooked`] for trials that fork from unperturbed runs of their own:
+/// `hooks[i]` from `baselines[i]`. Where those runs differ in their data
+/// order, each trial steps with its own run's seed, the cohort served by
+/// [`Model::metric_apart`] and [`Model::step_apart`] (every check exact, no
+/// certificate); where they share one, exactly as [`run_hooked`]. Either
+/// way each trial's result is what it gets alone.
+pub fn run_hooked_on<M: Model, H: TrialHook<M>>(
+    model: &M,
+    baselines: &[&Baseline<M::State>],
+    convergence: &Convergence,
+    hooks: &mut [H],
+    certify: bool,
+    ws: &mut M::Workspace,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<Finish>> {
     let n = hooks.len();
+    assert_eq!(baselines.len(), n, "one unperturbed run per trial");
+    let seeds: Vec<u64> = baselines.iter().map(|b| b.run_seed).collect();
+    let run_seed = seeds.first().copied().unwrap_or(0);
+    let apart = seeds.iter().any(|&s| s != run_seed);
     let (starts, mut states): (Vec<usize>, Vec<M::State>) = hooks
         .iter_mut()
-        .map(|h| h.start(model, baseline, ws))
+        .zip(baselines)
+        .map(|(h, b)| h.start(model, b, ws))
         .unzip();
     let past: Vec<bool> = hooks.iter().map(|h| h.runs_past_convergence()).collect();
     let mut done: Vec<Option<Finish>> = vec![None; n];
@@ -225,9 +249,10 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
     };
     for i in 0..n {
         if hooks[i].may_rejoin() {
-            done[i] = along_unperturbed(model, baseline, convergence, starts[i], &states[i]);
+            done[i] = along_unperturbed(model, baselines[i], convergence, starts[i], &states[i]);
         }
     }
+    let mut next: Vec<IterCtx> = Vec::new();
     let mut k = starts.iter().copied().min().unwrap_or(0);
     while done.iter().any(Option::is_none) {
         if stop() {
@@ -241,13 +266,25 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
             iteration: k,
             run_seed,
         };
+        if apart {
+            next.clear();
+            next.extend(seeds.iter().map(|&run_seed| IterCtx {
+                iteration: k,
+                run_seed,
+            }));
+        }
         // The checks at iteration k, again for the trials whose hook struck
         // (`TrialHook::strike`) until none does.
         while deciding.iter().any(|d| *d) {
             for i in 0..n {
                 checking[i] = deciding[i] && met[i].is_none();
             }
-            if certify {
+            if apart {
+                model.metric_apart(&states, &checking, &next, ws, &mut metrics);
+                for i in 0..n {
+                    checks[i] = Check::Exact(metrics[i]);
+                }
+            } else if certify {
                 model.check_many(
                     &states,
                     &checking,
@@ -296,7 +333,11 @@ pub fn run_hooked<M: Model, H: TrialHook<M>>(
             }
         }
         if active.iter().any(|a| *a) {
-            model.step_many(&mut states, &active, ctx, ws);
+            if apart {
+                model.step_apart(&mut states, &active, &next, ws);
+            } else {
+                model.step_many(&mut states, &active, ctx, ws);
+            }
             for i in 0..n {
                 if active[i] {
                     hooks[i].after_step(model, k, &states[i]);
@@ -448,6 +489,24 @@ pub fn run_cohort<M: Model>(
     ws: &mut M::Workspace,
     stop: &dyn Fn() -> bool,
 ) -> Option<Vec<TrialOutcome>> {
+    let baselines = vec![baseline; setups.len()];
+    run_cohort_on(model, &baselines, convergence, setups, opts, ws, stop)
+}
+
+/// [`run_cohort`] for trials that fork from unperturbed runs of their own:
+/// `setups[i]` from `baselines[i]` ([`run_hooked_on`]; a per-trial data
+/// order's trials in one cohort, for a model that steps runs of different
+/// data orders together, [`Model::cohorts_span_data_orders`]). Each trial's
+/// outcome is exactly what [`run_trial`] gives it alone with its own run.
+pub fn run_cohort_on<M: Model>(
+    model: &M,
+    baselines: &[&Baseline<M::State>],
+    convergence: &Convergence,
+    setups: Vec<TrialSetup<'_>>,
+    opts: EngineOptions,
+    ws: &mut M::Workspace,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<TrialOutcome>> {
     let mut hooks: Vec<Recovery<'_>> = setups
         .into_iter()
         .map(|setup| Recovery {
@@ -457,9 +516,9 @@ pub fn run_cohort<M: Model>(
             outcome: None,
         })
         .collect();
-    let finished = run_hooked(
+    let finished = run_hooked_on(
         model,
-        baseline,
+        baselines,
         convergence,
         &mut hooks,
         opts.certify,
@@ -470,7 +529,8 @@ pub fn run_cohort<M: Model>(
         hooks
             .iter()
             .zip(finished)
-            .map(|(h, f)| TrialOutcome {
+            .zip(baselines)
+            .map(|((h, f), baseline)| TrialOutcome {
                 failure_iteration: h.setup.failure_iteration,
                 lost_blocks: h.setup.lost.len(),
                 baseline_iterations: baseline.iterations(),

@@ -188,6 +188,17 @@ pub trait Model: Send + Sync {
         1
     }
 
+    /// Whether [`Model::metric_apart`] and [`Model::step_apart`] serve runs
+    /// of different data orders about as cheaply as [`Model::metric_many`]
+    /// and [`Model::step_many`] serve one (LDA: every lane reads the same
+    /// corpus, only its uniform numbers are its own). The engine then forms
+    /// the trial cohorts of a per-trial data order across trial indices
+    /// instead of within one (at most a handful of units). Results do not
+    /// depend on it. Default: `false`.
+    fn cohorts_span_data_orders(&self) -> bool {
+        false
+    }
+
     /// The metric of every `states[i]` with `active[i]`, into `out[i]`.
     /// `next` is the iteration whose [`Model::step_many`] may follow on the
     /// same states, so its work can be prepared. Default: one [`Model::metric`] each.

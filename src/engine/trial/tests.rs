@@ -284,3 +284,109 @@ fn a_trial_can_run_past_convergence_to_the_cap() {
         }
     }
 }
+
+/// Trials of different unperturbed runs (a per-trial data order) in one
+/// cohort ([`run_cohort_on`], LDA's lanes each with its own run seed) get
+/// exactly the outcomes each gets alone with its own run, the brute-force
+/// path (every metric evaluated) included; a cohort of one run's trials
+/// takes [`run_hooked`]'s shared path and agrees too.
+#[test]
+fn a_cohort_across_unperturbed_runs_matches_trials_alone() {
+    use crate::data::corpus::real_shape;
+    use crate::data::{DatasetName, lda_standin};
+    use crate::model::lda::{Lda, LdaConfig};
+    let shape = real_shape(DatasetName::Reuters).unwrap();
+    let model = Lda::new(
+        Arc::new(lda_standin::generate(DatasetName::Reuters, &shape, 5, 0.01)),
+        &LdaConfig {
+            topics: 20,
+            alpha: 1.0,
+            beta: 1.0,
+            init_seed: 9,
+        },
+    );
+    assert!(model.cohorts_span_data_orders());
+    let convergence = Convergence {
+        criterion: metric_after(&model, 12, 100),
+        max_iterations: 60,
+    };
+    let baselines: Vec<Baseline<_>> = [100u64, 101, 102]
+        .iter()
+        .map(|&s| run_baseline(&model, &convergence, s).expect("converges"))
+        .collect();
+    let b = baselines.iter().map(|b| b.iterations()).min().unwrap();
+    assert!(b > 4, "{b}");
+    let policy = CheckpointPolicy {
+        interval: 3,
+        fraction: 1.0,
+        selector: Selector::Priority,
+        budget: crate::policy::WriteBudget::Parameters,
+    };
+    let blocks = model.block_count();
+    let lost: Vec<Vec<usize>> = (0..4)
+        .map(|j| (j..blocks).step_by(2 + j).collect())
+        .collect();
+    // Trial i: run i % 3, failure at 1 + i % (b − 1), lost set i % 4,
+    // partial or full recovery.
+    let n = 11;
+    let setup = |i: usize| TrialSetup {
+        failure_iteration: 1 + i % (b - 1),
+        lost: &lost[i % 4],
+        checkpoint: &policy,
+        order: EventOrder::FailureFirst,
+        recovery: if i.is_multiple_of(2) {
+            RecoveryPolicy::Partial
+        } else {
+            RecoveryPolicy::Full
+        },
+        checkpoint_rng: stream(1, Purpose::CheckpointSelection, i as u64, 0),
+        restoration: None,
+    };
+    let mut ws = model.workspace();
+    let alone: Vec<TrialOutcome> = (0..n)
+        .map(|i| {
+            let brute = EngineOptions {
+                certify: false,
+                ..EngineOptions::default()
+            };
+            run_trial(
+                &model,
+                &baselines[i % 3],
+                &convergence,
+                setup(i),
+                brute,
+                &mut ws,
+            )
+        })
+        .collect();
+    let forks: Vec<&Baseline<_>> = (0..n).map(|i| &baselines[i % 3]).collect();
+    let together = run_cohort_on(
+        &model,
+        &forks,
+        &convergence,
+        (0..n).map(setup).collect(),
+        EngineOptions::default(),
+        &mut ws,
+        &|| false,
+    )
+    .expect("not stopped");
+    assert_eq!(together, alone);
+    assert!(
+        alone.iter().any(|o| o.rework_iterations() != 0),
+        "the failures cost something: {alone:?}"
+    );
+    // One run's trials: the shared path.
+    let same: Vec<usize> = (0..n).filter(|i| i % 3 == 1).collect();
+    let one = run_cohort(
+        &model,
+        &baselines[1],
+        &convergence,
+        same.iter().map(|&i| setup(i)).collect(),
+        EngineOptions::default(),
+        &mut ws,
+        &|| false,
+    )
+    .expect("not stopped");
+    let want: Vec<TrialOutcome> = same.iter().map(|&i| alone[i]).collect();
+    assert_eq!(one, want);
+}

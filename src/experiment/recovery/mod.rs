@@ -23,7 +23,7 @@ use super::{Outcome, RawResult, RunOptions};
 use crate::data::{DataCache, DatasetName, Provenance};
 use crate::engine::{
     Baseline, Convergence, EngineOptions, TrialOutcome, TrialSetup, restoration, run_baseline,
-    run_baselines, run_cohort,
+    run_baselines, run_cohort_on,
 };
 use crate::model::{DataUsed, Model, ModelVisitor, build_and_visit};
 use crate::policy::{FailureTime, LossSpec, Placement, Restoration};
@@ -268,10 +268,14 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             self.driver.finished(&taken)?;
             self.driver.shared_across(taken.len());
         }
+        // A model that steps runs of different data orders together takes
+        // a per-trial data order's units in cohorts across trial indices
+        // (one group); otherwise a cohort holds units of one unperturbed run.
+        let span = baselines.len() > 1 && model.cohorts_span_data_orders();
         let groups = cohort_groups(
             &representatives,
-            baselines.len(),
-            |u| baseline_index(units[u].1),
+            if span { 1 } else { baselines.len() },
+            |u| if span { 0 } else { baseline_index(units[u].1) },
             |u| prep(u).failure_iteration,
         );
         let cohorts = most_expensive_first(&groups, model.cohort_size().max(1), &costs);
@@ -281,14 +285,17 @@ impl ModelVisitor for RecoveryVisitor<'_> {
             &cohorts,
             || model.workspace(),
             |ws, cohort| {
-                let baseline = &baselines[baseline_index(units[cohort[0]].1)];
+                let forks: Vec<&Baseline<M::State>> = cohort
+                    .iter()
+                    .map(|&u| &baselines[baseline_index(units[u].1)])
+                    .collect();
                 let setups = cohort
                     .iter()
                     .map(|&u| prep(u).setup(&points[units[u].0], seed, units[u].1))
                     .collect();
-                let Some(outcomes) = run_cohort(
+                let Some(outcomes) = run_cohort_on(
                     model,
-                    baseline,
+                    &forks,
                     &convergence,
                     setups,
                     EngineOptions {
@@ -374,7 +381,8 @@ fn most_expensive_first<'g>(
 }
 
 /// The units to run, grouped by the unperturbed run they fork from
-/// (`baseline_of`, below `baselines`) and ordered by failure iteration, so
+/// (`baseline_of`, below `baselines`; one group for a model whose cohorts
+/// span data orders) and ordered by failure iteration, so
 /// that the members of a cohort cut from a group join it at nearby
 /// iterations and step together for most of their runs (a trial's outcome
 /// does not depend on its cohort).

@@ -97,8 +97,18 @@ impl ModelVisitor for PlanVisitor<'_> {
         // while its states are alive).
         let after_baseline = super::super::current_memory_bytes().unwrap_or(0);
         // A cohort holds units of one unperturbed run: with a per-trial data
-        // order, only the units of one trial that are still computed.
-        let per_run = computed.iter().filter(|&&c| c > 0.0).count().div_ceil(runs);
+        // order, only the units of one trial that are still computed (all of
+        // them for a model whose cohorts span data orders).
+        let runs_apart = if model.cohorts_span_data_orders() {
+            1
+        } else {
+            runs
+        };
+        let per_run = computed
+            .iter()
+            .filter(|&&c| c > 0.0)
+            .count()
+            .div_ceil(runs_apart);
         let size = model.cohort_size().max(1).min(per_run.max(1));
         let certify = self.opts.certify_metric.then_some(convergence.criterion);
         let (per_trial_iteration, states) = time_cohort(model, &baseline, size, certify);

@@ -146,14 +146,20 @@ struct GroupBuffers {
     nd: Vec<[f64; LANES]>,
     /// Prefix sums of one token's weights, `[topic][lane]`.
     prefix: Vec<[f64; LANES]>,
+    /// Each lane's uniform numbers of the current document's tokens,
+    /// `[token][lane]`.
+    uniforms: Vec<[f64; LANES]>,
 }
 
 /// The buffers of the groups of one pass, reused across iterations.
 #[derive(Default)]
 pub(super) struct LaneBuffers {
     groups: Vec<GroupBuffers>,
-    /// Uniform numbers of the current document's tokens.
-    uniforms: Vec<f64>,
+    /// The current document's uniform numbers of each distinct
+    /// (run seed, iteration) among the members, in [`LaneBuffers::ctxs`]'s order.
+    streams: Vec<Vec<f64>>,
+    /// The distinct contexts of the members of the current pass.
+    ctxs: Vec<IterCtx>,
 }
 
 impl LaneBuffers {}
@@ -203,6 +209,7 @@ pub(super) struct GroupDoc<'a> {
     pub(crate) total: &'a mut [[u32; LANES]],
     pub(crate) inv_total: &'a mut [[f64; LANES]],
     pub(crate) prefix: &'a mut [[f64; LANES]],
+    pub(crate) uniforms: &'a [[f64; LANES]],
 }
 
 /// A group's state the token updates of one document share. `z[s]` points
@@ -215,6 +222,7 @@ struct Group<'a> {
     total: &'a mut [[u32; LANES]],
     inv_total: &'a mut [[f64; LANES]],
     prefix: &'a mut [[f64; LANES]],
+    uniforms: &'a [[f64; LANES]],
     rows8: &'a mut [[u8; LANES]],
     rows16: &'a mut [[u16; LANES]],
     rows32: &'a mut [[u32; LANES]],
@@ -291,8 +299,8 @@ impl Group<'_> {
         }
     }
 
-    /// The Gibbs update of token `i` of the document (uniform number `r`)
-    /// in every lane, with its word's stacked row `row` (K entries).
+    /// The Gibbs update of token `i` of the document (lane s's uniform
+    /// number `r[s]`) in every lane, with its word's stacked row `row` (K entries).
     ///
     /// # Safety
     /// `i` is below the document's length.
@@ -300,7 +308,7 @@ impl Group<'_> {
     // at once; plain index loops keep them one vector operation each.
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
-    unsafe fn token<C: Count>(&mut self, row: &mut [[C; LANES]], i: usize, r: f64) {
+    unsafe fn token<C: Count>(&mut self, row: &mut [[C; LANES]], i: usize, r: [f64; LANES]) {
         let k = self.prior.topics;
         let (alpha, beta) = (self.prior.alpha, self.prior.beta);
         let row = &mut row[..k];
@@ -361,7 +369,7 @@ impl Group<'_> {
         }
         let mut u = [0.0f64; LANES];
         for s in 0..LANES {
-            u[s] = r * sum[s];
+            u[s] = r[s] * sum[s];
         }
         let new = count_at_most(&prefix[..k - 1], &u);
         // At most K − 1 comparisons hold, so each topic is below K.
@@ -433,20 +441,25 @@ fn count_at_most(prefix: &[[f64; LANES]], u: &[f64; LANES]) -> [i32; LANES] {
 /// The Gibbs updates of one document's tokens for several groups of runs
 /// (see the module docs), token by token so that the groups' dependency
 /// chains overlap. `words` are the word ids from the document's first token
-/// on (those past its end are only prefetched), `uniforms` the uniform
-/// numbers of its tokens; `inv_table[n]` = 1/(n + Vβ).
+/// on (those past its end are only prefetched), `len` the number of its
+/// tokens. With `SHARED`, `shared[..len]` are their uniform numbers, the
+/// same in every lane of every group (a cohort of one data order at one
+/// iteration); without, each group holds every lane's own.
+/// `inv_table[n]` = 1/(n + Vβ).
 #[inline(always)]
-fn lane_doc_body(
+#[allow(clippy::too_many_arguments)]
+fn lane_doc_inner<const SHARED: bool>(
     words: &[u32],
-    uniforms: &[f64],
+    len: usize,
+    shared: &[f64],
     groups: &mut [GroupDoc<'_>],
     classes: &RowClasses,
     inv_table: &[f64],
     prior: Prior,
 ) {
     let k = prior.topics;
-    let len = uniforms.len();
     assert!(words.len() >= len);
+    let shared = if SHARED { &shared[..len] } else { &[][..] };
     let mut gs: Vec<Group<'_>> = groups
         .iter_mut()
         .map(|gd| {
@@ -456,6 +469,7 @@ fn lane_doc_body(
                     && gd.total.len() >= k
                     && gd.inv_total.len() >= k
                     && gd.prefix.len() >= k
+                    && (SHARED || gd.uniforms.len() >= len)
             );
             let mut ptrs = [std::ptr::null_mut(); LANES];
             for (p, zs) in ptrs.iter_mut().zip(gd.z.iter_mut()).take(gd.lanes) {
@@ -478,6 +492,7 @@ fn lane_doc_body(
                 total: &mut *gd.total,
                 inv_total: &mut *gd.inv_total,
                 prefix: &mut *gd.prefix,
+                uniforms: gd.uniforms,
                 rows8: &mut *gd.rows8,
                 rows16: &mut *gd.rows16,
                 rows32: &mut *gd.rows32,
@@ -487,7 +502,7 @@ fn lane_doc_body(
             }
         })
         .collect();
-    for (i, &r) in uniforms.iter().enumerate() {
+    for i in 0..len {
         if let Some(&ahead) = words.get(i + PREFETCH) {
             let (class, j) = classes.of(ahead as usize);
             for g in gs.iter() {
@@ -499,11 +514,18 @@ fn lane_doc_body(
             }
         }
         let (class, j) = classes.of(words[i] as usize);
+        let one = if SHARED { shared[i] } else { 0.0 };
         for g in gs.iter_mut() {
-            // SAFETY: `i` is below the document's length (`uniforms.len()`),
-            // and every lane's topics were checked above (updates keep them
-            // below K).
+            // SAFETY: `i` is below the document's length (`len`, at most
+            // the group's uniform numbers when there are no shared ones,
+            // checked above), and every lane's topics were checked above
+            // (updates keep them below K).
             unsafe {
+                let r = if SHARED {
+                    [one; LANES]
+                } else {
+                    *g.uniforms.as_ptr().add(i)
+                };
                 match class {
                     0 => {
                         let row: *mut [[u8; LANES]] = &mut g.rows8[j * k..(j + 1) * k];
@@ -523,8 +545,37 @@ fn lane_doc_body(
     }
 }
 
+/// [`lane_doc_inner`] with one set of uniform numbers, `uniforms`, for
+/// every lane.
+#[inline(always)]
+fn lane_doc_body(
+    words: &[u32],
+    uniforms: &[f64],
+    groups: &mut [GroupDoc<'_>],
+    classes: &RowClasses,
+    inv_table: &[f64],
+    prior: Prior,
+) {
+    let len = uniforms.len();
+    lane_doc_inner::<true>(words, len, uniforms, groups, classes, inv_table, prior);
+}
+
+/// [`lane_doc_inner`] with each lane's own uniform numbers (in its group).
+#[inline(always)]
+fn lane_doc_apart_body(
+    words: &[u32],
+    len: usize,
+    groups: &mut [GroupDoc<'_>],
+    classes: &RowClasses,
+    inv_table: &[f64],
+    prior: Prior,
+) {
+    lane_doc_inner::<false>(words, len, &[], groups, classes, inv_table, prior);
+}
+
 crate::simd::kernel! {
-    /// One document's Gibbs updates for several groups of runs ([`lane_doc_body`]).
+    /// One document's Gibbs updates for several groups of runs that draw
+    /// the same uniform numbers ([`lane_doc_body`]).
     #[allow(dead_code)]
     pub(super) fn lane_doc, lane_doc_at(
         words: &[u32],
@@ -534,6 +585,20 @@ crate::simd::kernel! {
         inv_table: &[f64],
         prior: Prior,
     ) = lane_doc_body;
+}
+
+crate::simd::kernel! {
+    /// One document's Gibbs updates for several groups of runs, each lane
+    /// with its own uniform numbers ([`lane_doc_apart_body`]).
+    #[allow(dead_code)]
+    pub(super) fn lane_doc_apart, lane_doc_apart_at(
+        words: &[u32],
+        len: usize,
+        groups: &mut [GroupDoc<'_>],
+        classes: &RowClasses,
+        inv_table: &[f64],
+        prior: Prior,
+    ) = lane_doc_apart_body;
 }
 
 /// The model data a group sweep needs.
@@ -599,15 +664,18 @@ fn unstack<C: Count>(
 
 /// One Gibbs sweep of the runs `members` (at most `groups × LANES`), as
 /// the lanes of groups of [`LANES`] stepped together, at the kernel level
-/// `level`; every member ends exactly where [`super::Lda`]'s single-run step
-/// would take it.
+/// `level`; member i sweeps with its own `ctxs[i]` (its uniform numbers are
+/// its run seed's at its iteration, so members need not share a data order
+/// or an iteration: every lane reads the same corpus) and ends exactly
+/// where [`super::Lda`]'s single-run step would take it.
 pub(super) fn sweep_groups(
     input: &SweepInput<'_>,
     members: &mut [&mut LdaState],
-    ctx: IterCtx,
+    ctxs: &[IterCtx],
     buf: &mut LaneBuffers,
     level: crate::simd::Level,
 ) {
+    assert_eq!(members.len(), ctxs.len(), "one context per member");
     let k = input.prior.topics;
     let classes = input.classes;
     let n_groups = members.len().div_ceil(LANES);
@@ -617,7 +685,27 @@ pub(super) fn sweep_groups(
     if buf.groups.len() < n_groups {
         buf.groups.resize_with(n_groups, GroupBuffers::default);
     }
-    let LaneBuffers { groups, uniforms } = buf;
+    let LaneBuffers {
+        groups,
+        streams,
+        ctxs: distinct,
+    } = buf;
+    // Each member's stream: the index of its context among the distinct ones
+    // (one for a cohort that shares a data order and an iteration).
+    distinct.clear();
+    let which: Vec<usize> = ctxs
+        .iter()
+        .map(|c| match distinct.iter().position(|d| d == c) {
+            Some(j) => j,
+            None => {
+                distinct.push(*c);
+                distinct.len() - 1
+            }
+        })
+        .collect();
+    if streams.len() < distinct.len() {
+        streams.resize_with(distinct.len(), Vec::new);
+    }
     for (gb, ms) in groups.iter_mut().zip(members.chunks(LANES)) {
         let src: Vec<&[u32]> = ms.iter().map(|m| &m.word_topic[..]).collect();
         stack(&mut gb.rows8, classes.rows[0], 0, classes, k, &src);
@@ -644,18 +732,31 @@ pub(super) fn sweep_groups(
         if hi == lo {
             continue;
         }
-        let mut rng = stream(
-            ctx.run_seed,
-            Purpose::Iteration,
-            ctx.iteration as u64,
-            d as u64,
-        );
-        uniforms.clear();
-        uniforms.extend((lo..hi).map(|_| rng.random::<f64>()));
+        for (ctx, uniforms) in distinct.iter().zip(streams.iter_mut()) {
+            let mut rng = stream(
+                ctx.run_seed,
+                Purpose::Iteration,
+                ctx.iteration as u64,
+                d as u64,
+            );
+            uniforms.clear();
+            uniforms.extend((lo..hi).map(|_| rng.random::<f64>()));
+        }
         let mut docs: Vec<GroupDoc<'_>> = groups
             .iter_mut()
             .zip(members.chunks_mut(LANES))
-            .map(|(gb, ms)| {
+            .zip(which.chunks(LANES))
+            .map(|((gb, ms), which)| {
+                // Lanes past the members keep any numbers: they compute on
+                // zero counts and are never written back.
+                if distinct.len() > 1 {
+                    gb.uniforms.resize(hi - lo, [0.0; LANES]);
+                    for (s, &j) in which.iter().enumerate() {
+                        for (u, &r) in gb.uniforms.iter_mut().zip(&streams[j][..hi - lo]) {
+                            u[s] = r;
+                        }
+                    }
+                }
                 for (s, m) in ms.iter().enumerate() {
                     for (t, &n) in m.doc_topic[d * k..(d + 1) * k].iter().enumerate() {
                         gb.nd[t][s] = n as f64;
@@ -676,18 +777,31 @@ pub(super) fn sweep_groups(
                     total: &mut gb.total,
                     inv_total: &mut gb.inv_total,
                     prefix: &mut gb.prefix,
+                    uniforms: &gb.uniforms,
                 }
             })
             .collect();
-        lane_doc_at(
-            level,
-            &input.tokens[lo..],
-            uniforms,
-            &mut docs,
-            classes,
-            input.inv_table,
-            input.prior,
-        );
+        if distinct.len() == 1 {
+            lane_doc_at(
+                level,
+                &input.tokens[lo..],
+                &streams[0],
+                &mut docs,
+                classes,
+                input.inv_table,
+                input.prior,
+            );
+        } else {
+            lane_doc_apart_at(
+                level,
+                &input.tokens[lo..],
+                hi - lo,
+                &mut docs,
+                classes,
+                input.inv_table,
+                input.prior,
+            );
+        }
         drop(docs);
         for (gb, ms) in groups.iter().zip(members.chunks_mut(LANES)) {
             for (s, m) in ms.iter_mut().enumerate() {

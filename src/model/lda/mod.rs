@@ -368,6 +368,22 @@ impl Lda {
         ctx: IterCtx,
         ws: &mut LdaWorkspace,
     ) {
+        let next = vec![ctx; states.len()];
+        self.step_apart_at(level, states, active, &next, ws);
+    }
+
+    /// [`Model::step_apart`] at an explicit kernel level: the active runs,
+    /// each at its own `next[i]`, are stepped in groups of up to [`LANES`]
+    /// lanes (every lane reads the same corpus in the same order; only the
+    /// uniform numbers are the lane's own).
+    pub(crate) fn step_apart_at(
+        &self,
+        level: simd::Level,
+        states: &mut [LdaState],
+        active: &[bool],
+        next: &[IterCtx],
+        ws: &mut LdaWorkspace,
+    ) {
         let c = &*self.corpus;
         let input = lanes::SweepInput {
             offsets: &c.offsets,
@@ -376,14 +392,18 @@ impl Lda {
             classes: &self.row_classes,
             prior: self.prior(),
         };
-        let mut members: Vec<&mut LdaState> = states
+        let (mut members, ctxs): (Vec<&mut LdaState>, Vec<IterCtx>) = states
             .iter_mut()
             .zip(active)
-            .filter(|(_, a)| **a)
-            .map(|(s, _)| s)
-            .collect();
-        for pass in members.chunks_mut(PASS_GROUPS * LANES) {
-            lanes::sweep_groups(&input, pass, ctx, &mut ws.lanes, level);
+            .zip(next)
+            .filter(|((_, a), _)| **a)
+            .map(|((s, _), &c)| (s, c))
+            .unzip();
+        for (pass, ctxs) in members
+            .chunks_mut(PASS_GROUPS * LANES)
+            .zip(ctxs.chunks(PASS_GROUPS * LANES))
+        {
+            lanes::sweep_groups(&input, pass, ctxs, &mut ws.lanes, level);
         }
     }
 
@@ -542,6 +562,10 @@ impl Model for Lda {
         COHORT
     }
 
+    fn cohorts_span_data_orders(&self) -> bool {
+        true
+    }
+
     fn metric_many(
         &self,
         states: &[LdaState],
@@ -569,6 +593,34 @@ impl Model for Lda {
         ws: &mut LdaWorkspace,
     ) {
         self.step_many_at(simd::level(), states, active, ctx, ws);
+    }
+
+    /// The metric reads nothing but the state: [`Model::metric_many`]'s lanes.
+    fn metric_apart(
+        &self,
+        states: &[LdaState],
+        active: &[bool],
+        next: &[IterCtx],
+        ws: &mut LdaWorkspace,
+        out: &mut [f64],
+    ) {
+        let ctx = next.first().copied().unwrap_or(IterCtx {
+            iteration: 0,
+            run_seed: 0,
+        });
+        self.metric_many(states, active, ctx, ws, out);
+    }
+
+    /// Runs of different run seeds (or iterations) share the lanes: each
+    /// lane draws its own uniform numbers ([`Lda::step_apart_at`]).
+    fn step_apart(
+        &self,
+        states: &mut [LdaState],
+        active: &[bool],
+        next: &[IterCtx],
+        ws: &mut LdaWorkspace,
+    ) {
+        self.step_apart_at(simd::level(), states, active, next, ws);
     }
 
     fn copy_block(&self, src: &LdaState, dst: &mut LdaState, block: usize) {

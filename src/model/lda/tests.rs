@@ -154,6 +154,58 @@ fn cohort_members_match_single_runs() {
     }
 }
 
+/// Runs of different run seeds, at different iterations, share the lanes
+/// of one pass (`metric_apart`, then `step_apart`): 2·LANES + 3 members
+/// (the last group partial, a pass of more than one group), members
+/// leaving and one skipping a step; every state and metric equals its run
+/// stepped alone by the reference sweep, at every kernel level.
+#[test]
+fn apart_members_match_single_runs() {
+    let m = small(8);
+    let n = 2 * LANES + 3;
+    // Member i: seed 100 + i % 5 (some share a stream), iterations offset by i % 3.
+    let seed = |i: usize| 100 + (i % 5) as u64;
+    let at = |i: usize, k: usize| IterCtx {
+        iteration: k + i % 3,
+        run_seed: seed(i),
+    };
+    let stop = |i: usize| 2 + i % 4;
+    let mut ws = m.workspace();
+    let alone: Vec<Vec<(f64, LdaState)>> = (0..n)
+        .map(|i| {
+            let mut s = m.init();
+            let mut out = Vec::new();
+            for k in 0..stop(i) {
+                out.push((metric_reference(&m, &s), s.clone()));
+                if !(i == 4 && k == 1) {
+                    m.step_reference(&mut s, at(i, k), &mut ws);
+                }
+            }
+            out.push((metric_reference(&m, &s), s));
+            out
+        })
+        .collect();
+    let last = (0..n).map(stop).max().unwrap();
+    for level in simd::Level::supported() {
+        let mut states: Vec<LdaState> = (0..n).map(|_| m.init()).collect();
+        let mut metrics = vec![f64::NAN; n];
+        // Every member's record is read at step k (clippy: not a plain index loop).
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..=last {
+            let active: Vec<bool> = (0..n).map(|i| k <= stop(i)).collect();
+            let next: Vec<IterCtx> = (0..n).map(|i| at(i, k)).collect();
+            m.metric_apart(&states, &active, &next, &mut ws, &mut metrics);
+            for i in (0..n).filter(|&i| active[i]) {
+                let (want, ref state) = alone[i][k];
+                assert_eq!(states[i], *state, "member {i}, step {k}, {level:?}");
+                assert_eq!(metrics[i].to_bits(), want.to_bits(), "member {i}, step {k}");
+            }
+            let stepping: Vec<bool> = (0..n).map(|i| k < stop(i) && !(i == 4 && k == 1)).collect();
+            m.step_apart_at(level, &mut states, &stepping, &next, &mut ws);
+        }
+    }
+}
+
 #[test]
 fn training_lowers_the_loss_and_keeps_counts_consistent() {
     let m = small(1);
