@@ -106,6 +106,21 @@ pub struct Lda {
     row_classes: lanes::RowClasses,
 }
 
+/// The uniform numbers of document `d`'s `n` tokens in the sweep `ctx`
+/// (module docs: `rng::stream(run_seed, Iteration, k, d)`, one per token in
+/// order), into `out`. [`Lda::step_reference`] draws the same numbers one
+/// by one.
+fn doc_uniforms(ctx: IterCtx, d: usize, n: usize, out: &mut Vec<f64>) {
+    let mut rng = stream(
+        ctx.run_seed,
+        Purpose::Iteration,
+        ctx.iteration as u64,
+        d as u64,
+    );
+    out.clear();
+    out.extend((0..n).map(|_| rng.random::<f64>()));
+}
+
 /// LDA state. Snapshots (see [`Model::snapshot`]) keep only the blocks:
 /// `word_topic` and `topic_total` are empty there until
 /// [`Model::rebuild_derived`] fills them.
@@ -334,14 +349,7 @@ impl Lda {
         }
         for d in 0..c.docs() {
             let (lo, hi) = (c.offsets[d], c.offsets[d + 1]);
-            let mut rng = stream(
-                ctx.run_seed,
-                Purpose::Iteration,
-                ctx.iteration as u64,
-                d as u64,
-            );
-            uniforms.clear();
-            uniforms.extend((lo..hi).map(|_| rng.random::<f64>()));
+            doc_uniforms(ctx, d, hi - lo, uniforms);
             sweep::sweep_doc_at(
                 level,
                 &c.tokens[lo..],
