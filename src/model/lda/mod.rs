@@ -5,9 +5,11 @@
 //! doc-topic counts n_dk, word-topic counts n_wk and topic totals n_k.
 //! A block is one document: its doc-topic counts together with its tokens'
 //! topic assignments (Appendix D: the document-topic distribution is
-//! co-located with its document, so losing one loses the other). Word-topic
-//! counts and topic totals are derived state, rebuilt from the assignments by
-//! [`Model::rebuild_derived`] after any restore, and left out of snapshots.
+//! co-located with its document, so losing one loses the other). All three
+//! counts are derived state, rebuilt from the assignments by
+//! [`Model::rebuild_derived`] after any restore, and left out of snapshots
+//! (a document's doc-topic counts are its assignments' counts, so a
+//! snapshot's block is its assignments alone).
 //!
 //! One iteration is one sequential Gibbs sweep: documents in index order,
 //! tokens in document order. Token i of document d (word w, current topic
@@ -121,14 +123,15 @@ fn doc_uniforms(ctx: IterCtx, d: usize, n: usize, out: &mut Vec<f64>) {
     out.extend((0..n).map(|_| rng.random::<f64>()));
 }
 
-/// LDA state. Snapshots (see [`Model::snapshot`]) keep only the blocks:
-/// `word_topic` and `topic_total` are empty there until
-/// [`Model::rebuild_derived`] fills them.
+/// LDA state. Snapshots (see [`Model::snapshot`]) keep only the
+/// assignments: `doc_topic`, `word_topic` and `topic_total` are counts of
+/// them, empty there until [`Model::rebuild_derived`] fills them (the
+/// doc-topic counts took more memory than the assignments on Reuters).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LdaState {
     /// Topic of every token, in corpus order.
     pub(crate) assignments: Vec<u8>,
-    /// n_dk, row-major `docs × topics`.
+    /// n_dk, row-major `docs × topics` (derived; empty in snapshots).
     pub(crate) doc_topic: Vec<u32>,
     /// n_wk, row-major `vocabulary × topics` (derived).
     pub(crate) word_topic: Vec<u32>,
@@ -167,6 +170,29 @@ pub struct LdaWorkspace {
 }
 
 impl LdaWorkspace {}
+
+/// Σ_k |#{i : a_i = k} − #{i : b_i = k}| over one document's assignments in
+/// two states, for topics below `N`.
+fn count_difference<const N: usize>(a: &[u8], b: &[u8]) -> u64 {
+    // Four tables (a and b, even and odd tokens), so consecutive updates
+    // rarely wait for one another.
+    let mut t = [[0i32; N]; 4];
+    let (a2, b2) = (a.chunks_exact(2), b.chunks_exact(2));
+    let (ra, rb) = (a2.remainder(), b2.remainder());
+    for (x, y) in a2.zip(b2) {
+        t[0][x[0] as usize] += 1;
+        t[1][x[1] as usize] += 1;
+        t[2][y[0] as usize] += 1;
+        t[3][y[1] as usize] += 1;
+    }
+    for (&x, &y) in ra.iter().zip(rb) {
+        t[0][x as usize] += 1;
+        t[2][y as usize] += 1;
+    }
+    (0..N)
+        .map(|k| (t[0][k] + t[1][k]).abs_diff(t[2][k] + t[3][k]) as u64)
+        .sum()
+}
 
 /// lnΓ(n + a) − lnΓ(a) for n = 0..=max, by the recurrence Γ(x + 1) = xΓ(x).
 fn ln_gamma_table(a: f64, max: usize) -> Vec<f64> {
@@ -631,13 +657,20 @@ impl Model for Lda {
         self.step_apart_at(simd::level(), states, active, next, ws);
     }
 
+    /// Copies the document's assignments; a live `dst` (one with doc-topic
+    /// counts) has its row recounted from them, so its counts stay exact.
     fn copy_block(&self, src: &LdaState, dst: &mut LdaState, block: usize) {
         let c = &self.corpus;
         let k = self.topics;
         let tokens = c.offsets[block]..c.offsets[block + 1];
-        dst.assignments[tokens.clone()].copy_from_slice(&src.assignments[tokens]);
-        let row = block * k..(block + 1) * k;
-        dst.doc_topic[row.clone()].copy_from_slice(&src.doc_topic[row]);
+        dst.assignments[tokens.clone()].copy_from_slice(&src.assignments[tokens.clone()]);
+        if !dst.doc_topic.is_empty() {
+            let row = &mut dst.doc_topic[block * k..(block + 1) * k];
+            row.fill(0);
+            for &z in &dst.assignments[tokens] {
+                row[z as usize] += 1;
+            }
+        }
     }
 
     /// A document's parameters are its tokens' topic assignments (its K
@@ -646,14 +679,29 @@ impl Model for Lda {
         self.corpus.offsets[block + 1] - self.corpus.offsets[block]
     }
 
+    /// ½ Σ_k |n_dk − n'_dk|, from the doc-topic counts of live states, or
+    /// counted from the document's assignments when either is a snapshot
+    /// (the same integers, so the same value).
     fn block_distance(&self, a: &LdaState, b: &LdaState, block: usize) -> f64 {
         let k = self.topics;
         let row = block * k..(block + 1) * k;
-        let l1: u64 = a.doc_topic[row.clone()]
-            .iter()
-            .zip(&b.doc_topic[row])
-            .map(|(&x, &y)| x.abs_diff(y) as u64)
-            .sum();
+        let l1: u64 = if a.doc_topic.is_empty() || b.doc_topic.is_empty() {
+            let tokens = self.corpus.offsets[block]..self.corpus.offsets[block + 1];
+            let (a, b) = (&a.assignments[tokens.clone()], &b.assignments[tokens]);
+            // Topics are u8 (K ≤ 256); a small K keeps the counts in a few
+            // registers' worth of stack, cleared per document.
+            if k <= 32 {
+                count_difference::<32>(a, b)
+            } else {
+                count_difference::<256>(a, b)
+            }
+        } else {
+            a.doc_topic[row.clone()]
+                .iter()
+                .zip(&b.doc_topic[row])
+                .map(|(&x, &y)| x.abs_diff(y) as u64)
+                .sum()
+        };
         0.5 * l1 as f64
     }
 
@@ -664,6 +712,14 @@ impl Model for Lda {
     fn rebuild_derived(&self, state: &mut LdaState) {
         let c = &self.corpus;
         let k = self.topics;
+        state.doc_topic.clear();
+        state.doc_topic.resize(c.docs() * k, 0);
+        for d in 0..c.docs() {
+            let row = &mut state.doc_topic[d * k..(d + 1) * k];
+            for &z in &state.assignments[c.offsets[d]..c.offsets[d + 1]] {
+                row[z as usize] += 1;
+            }
+        }
         state.word_topic.clear();
         state.word_topic.resize(c.vocab_size() * k, 0);
         state.topic_total.clear();
@@ -677,7 +733,7 @@ impl Model for Lda {
     fn snapshot(&self, state: &LdaState) -> LdaState {
         LdaState {
             assignments: state.assignments.clone(),
-            doc_topic: state.doc_topic.clone(),
+            doc_topic: Vec::new(),
             word_topic: Vec::new(),
             topic_total: Vec::new(),
         }

@@ -325,5 +325,35 @@ fn steps_are_deterministic_and_use_common_random_numbers() {
     assert_ne!(a.assignments, c.assignments);
     // Snapshots leave out the derived counts.
     let snap = m.snapshot(&a);
-    assert!(snap.word_topic.is_empty() && snap.bytes() < a.bytes());
+    assert!(snap.word_topic.is_empty() && snap.doc_topic.is_empty());
+    assert_eq!(snap.bytes(), a.assignments.len());
+}
+
+/// A snapshot holds only the assignments: its block distances, counted
+/// from them, equal the live states' (from the doc-topic counts) for every
+/// block, and a block copied into a live state keeps its counts exact.
+#[test]
+fn snapshots_measure_and_copy_blocks_as_live_states_do() {
+    let m = small(6);
+    let (traj, live) = trajectory(&m, 3);
+    let mut earlier = traj[1].clone();
+    m.rebuild_derived(&mut earlier);
+    let mut moved = 0;
+    for d in 0..m.block_count() {
+        let want = m.block_distance(&live, &earlier, d);
+        assert_eq!(m.block_distance(&traj[3], &traj[1], d), want, "block {d}");
+        assert_eq!(m.block_distance(&live, &traj[1], d), want, "block {d}");
+        assert_eq!(m.block_distance(&traj[3], &earlier, d), want, "block {d}");
+        moved += (want > 0.0) as usize;
+    }
+    assert!(moved > 0);
+    assert_eq!(m.distance(&traj[3], &traj[1]), m.distance(&live, &earlier));
+    let mut a = live.clone();
+    for d in (0..m.block_count()).step_by(2) {
+        m.copy_block(&traj[1], &mut a, d);
+    }
+    let counts = a.doc_topic.clone();
+    m.rebuild_derived(&mut a);
+    assert_eq!(a.doc_topic, counts);
+    m.check_invariants(&a).unwrap();
 }
