@@ -334,8 +334,21 @@ fn steps_are_deterministic_and_use_common_random_numbers() {
 /// block, and a block copied into a live state keeps its counts exact.
 #[test]
 fn snapshots_measure_and_copy_blocks_as_live_states_do() {
-    let m = small(6);
-    let (traj, live) = trajectory(&m, 3);
+    // K = 20 counts in the small table, K = 40 in the full one.
+    let corpus = small(6).corpus.clone();
+    for topics in [20, 40] {
+        let config = LdaConfig {
+            topics,
+            alpha: 1.0,
+            beta: 1.0,
+            init_seed: 6,
+        };
+        snapshots_as_live_states(&Lda::new(corpus.clone(), &config));
+    }
+}
+
+fn snapshots_as_live_states(m: &Lda) {
+    let (traj, live) = trajectory(m, 3);
     let mut earlier = traj[1].clone();
     m.rebuild_derived(&mut earlier);
     let mut moved = 0;
