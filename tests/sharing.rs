@@ -103,6 +103,17 @@ fn sharing_across_scenarios_changes_no_byte() {
     }
     assert!(total > 0);
     assert!(beyond_r_one > 0, "no r < 1 point joined an r = 1 one");
+    // The CNN's two partial panels differ only in how the parameters are cut
+    // into blocks: the one run second takes every trial that restores the
+    // whole state from one checkpoint from the other (on the stand-ins the
+    // failure precedes the first checkpoint, so x(0)): the full series at
+    // five lost fractions and partial recovery with every block lost, both
+    // trials.
+    let cnn: u64 = ["bylayer", "byshard"]
+        .iter()
+        .map(|p| shared_units(&a, &format!("scar-partial-cnn-{p}-mnist")))
+        .sum();
+    assert_eq!(cnn, 12, "whole-state units shared between the CNN's partitionings");
     let report = std::fs::read_to_string(a.join("REPORT.md")).unwrap();
     assert!(
         report.contains(&format!(

@@ -19,6 +19,15 @@
 //! [`TrialKey`]s are grouped first, and a group takes a cached outcome when
 //! any of its members' keys is cached.
 //!
+//! One narrower key: a unit that restores every block from one iteration c
+//! (full recovery from a full checkpoint, or partial recovery with every
+//! block lost) recovers to x(c)'s parameters whole, whatever the blocks. It
+//! is keyed by [`RunKey::whole_state`] (the model's training spec, which
+//! leaves out how the parameters are cut into blocks, and no block count)
+//! and by what [`TrialKey`] names (its unperturbed run and data order, T and
+//! c). So the CNN's by-layer and by-shard panels compute their
+//! full-recovery trials once.
+//!
 //! The long-run optimum x* = x(N) of the perturbation and precision kinds
 //! (`theory.optimum_iterations = N`) is shared the same way
 //! ([`SharedOutcomes::long_run`]): it is the unperturbed run continued to N,
@@ -201,35 +210,60 @@ impl SharedOutcomes {
     }
 }
 
-/// One run's view of [`SharedOutcomes`]: its [`RunKey`] and the key of
+/// One run's view of [`SharedOutcomes`]: its two [`RunKey`]s and the key of
 /// every unit it is responsible for.
 pub(super) struct RunShare<'a> {
     cache: &'a SharedOutcomes,
-    run: RunKey,
-    keys: Vec<Option<String>>,
+    /// The run's key ([`RunKey::new`]) and its whole-state key
+    /// ([`RunKey::whole_state`]).
+    runs: [RunKey; 2],
+    keys: Vec<Option<UnitKey>>,
+}
+
+/// A unit's key within one of its run's two keys.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct UnitKey {
+    /// Whether the unit restores the whole state from one iteration, keyed
+    /// within [`RunKey::whole_state`] ([`unit_key`]).
+    whole_state: bool,
+    key: String,
 }
 
 impl<'a> RunShare<'a> {
     /// `keys[u]`: unit `u`'s key ([`unit_key`]), `None` for units of other shards.
-    pub(super) fn new(cache: &'a SharedOutcomes, run: RunKey, keys: Vec<Option<String>>) -> Self {
-        RunShare { cache, run, keys }
+    pub(super) fn new(
+        cache: &'a SharedOutcomes,
+        runs: [RunKey; 2],
+        keys: Vec<Option<UnitKey>>,
+    ) -> Self {
+        RunShare { cache, runs, keys }
+    }
+
+    fn run_of(&self, key: &UnitKey) -> &RunKey {
+        &self.runs[usize::from(key.whole_state)]
     }
 
     /// A stored outcome for one of the units `group` (identical units).
     pub(super) fn lookup(&self, mut group: impl Iterator<Item = usize>) -> Option<TrialOutcome> {
         let runs = self.cache.lock();
-        let m = runs.get(&self.run.0)?;
-        group.find_map(|u| m.get(self.keys.get(u)?.as_ref()?).copied())
+        group.find_map(|u| {
+            let k = self.keys.get(u)?.as_ref()?;
+            runs.get(&self.run_of(k).0)?.get(&k.key).copied()
+        })
     }
 
     /// Stores the outcomes of units (those without a key are skipped).
     pub(super) fn store(&self, outcomes: impl IntoIterator<Item = (usize, TrialOutcome)>) {
-        let keyed: Vec<(String, TrialOutcome)> = outcomes
-            .into_iter()
-            .filter_map(|(u, o)| Some((self.keys.get(u)?.clone()?, o)))
-            .collect();
-        if !keyed.is_empty() {
-            self.cache.insert(&self.run, keyed);
+        let mut keyed: [Vec<(String, TrialOutcome)>; 2] = Default::default();
+        for (u, o) in outcomes {
+            if let Some(Some(k)) = self.keys.get(u) {
+                keyed[usize::from(k.whole_state)].push((k.key.clone(), o));
+            }
+        }
+        for (run, keyed) in self.runs.iter().zip(keyed) {
+            if !keyed.is_empty() {
+                self.cache.insert(run, keyed);
+            }
         }
     }
 }
@@ -288,7 +322,9 @@ struct RunParts<'a> {
     max_iterations_written: usize,
     synthetic_criterion: Option<crate::scenario::recovery::SyntheticCriterion>,
     ps_nodes: usize,
-    blocks: usize,
+    /// `None` in a whole-state key, which does not depend on the blocks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocks: Option<usize>,
 }
 
 impl RunKey {
@@ -301,8 +337,36 @@ impl RunKey {
         convergence: &Convergence,
         blocks: usize,
     ) -> Result<RunKey> {
+        RunKey::from_parts(sc, &sc.model, data, data_opts, convergence, Some(blocks))
+    }
+
+    /// The key of the trials of `sc` that restore every block from one
+    /// iteration c ([`Restoration::whole_state_from`](crate::policy::Restoration::whole_state_from)):
+    /// as [`RunKey::new`], but with the model's training spec
+    /// ([`ModelSpec::training_spec`](crate::model::ModelSpec::training_spec))
+    /// and no block count. Such a trial recovers to x(c)'s parameters whole,
+    /// whatever the blocks, so the CNN's by-layer and by-shard panels share
+    /// their full-recovery trials.
+    pub(super) fn whole_state(
+        sc: &RecoveryScenario,
+        data: &DataUsed,
+        data_opts: &DataOptions,
+        convergence: &Convergence,
+    ) -> Result<RunKey> {
+        let training = sc.model.training_spec();
+        RunKey::from_parts(sc, &training, data, data_opts, convergence, None)
+    }
+
+    fn from_parts(
+        sc: &RecoveryScenario,
+        model: &crate::model::ModelSpec,
+        data: &DataUsed,
+        data_opts: &DataOptions,
+        convergence: &Convergence,
+        blocks: Option<usize>,
+    ) -> Result<RunKey> {
         let parts = RunParts {
-            identity: DataIdentity::new(&sc.model, sc.meta.seed, data, data_opts),
+            identity: DataIdentity::new(model, sc.meta.seed, data, data_opts),
             data_order: sc.data_order,
             criterion_used: convergence.criterion.to_bits(),
             max_iterations: convergence.max_iterations,
@@ -373,23 +437,54 @@ struct UnitParts<'a> {
     lost: &'a [usize],
 }
 
-/// The key of trial `trial` of `sc` at `point` with its draws `prepared`,
-/// within its run's [`RunKey`].
+/// The parts of the key of a unit that restores the whole state from one
+/// iteration: what [`TrialKey`] names, with the restored blocks as that
+/// iteration. Nothing of the point's configuration: after its recovery a
+/// trial's run depends on its recovered state, T and its run's data order
+/// alone (see [`TrialKey`]).
+#[derive(Serialize)]
+struct WholeStateParts {
+    baseline: usize,
+    run_seed: u64,
+    failure_iteration: usize,
+    restored_from: u32,
+}
+
+/// The key of trial `trial` of `sc` at `point` with its draws `prepared`:
+/// within [`RunKey::whole_state`] when its restoration (if found) restores
+/// every one of the model's `blocks` blocks from one iteration, else within
+/// its run's [`RunKey`].
 pub(super) fn unit_key(
     sc: &RecoveryScenario,
     point: &Point,
     trial: usize,
     prepared: &Prepared,
-) -> Result<String> {
-    let parts = UnitParts {
-        trial,
-        baseline: baseline_index(sc, trial),
-        run_seed: run_seed(sc, trial),
-        config: &point.config,
-        failure_iteration: prepared.failure_iteration,
-        lost: &prepared.lost,
+    blocks: usize,
+) -> Result<UnitKey> {
+    let whole = prepared
+        .restoration
+        .as_ref()
+        .and_then(|r| r.whole_state_from(blocks));
+    let key = match whole {
+        Some(restored_from) => serde_json::to_string(&WholeStateParts {
+            baseline: baseline_index(sc, trial),
+            run_seed: run_seed(sc, trial),
+            failure_iteration: prepared.failure_iteration,
+            restored_from,
+        }),
+        None => serde_json::to_string(&UnitParts {
+            trial,
+            baseline: baseline_index(sc, trial),
+            run_seed: run_seed(sc, trial),
+            config: &point.config,
+            failure_iteration: prepared.failure_iteration,
+            lost: &prepared.lost,
+        }),
     };
-    serde_json::to_string(&parts).context("cannot key a trial")
+    Ok(UnitKey {
+        whole_state: whole.is_some(),
+        key: key.context("cannot key a trial")?,
+    })
 }
 
 /// Across scenarios (`reproduce`): offers the outcomes this run resumed to
@@ -466,7 +561,9 @@ mod tests {
             .into_iter()
             .map(|(p, t)| {
                 let prep = prepare(60, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t);
-                format!("{}|{}", run.0, unit_key(sc, &points[p], t, &prep).unwrap())
+                let k = unit_key(sc, &points[p], t, &prep, blocks).unwrap();
+                assert!(!k.whole_state, "no restoration found, so keyed in full");
+                format!("{}|{}", run.0, k.key)
             })
             .collect()
     }
@@ -565,7 +662,7 @@ mod tests {
         // iteration, or other lost blocks of the same number.
         let point = &base.points()[0];
         let drawn = prepare(60, point, base.ps_nodes, 10, base.meta.seed, 0);
-        let key = |p: &Prepared| unit_key(&base, point, 0, p).unwrap();
+        let key = |p: &Prepared| unit_key(&base, point, 0, p, 10).unwrap();
         let other_t = Prepared {
             failure_iteration: drawn.failure_iteration + 1,
             lost: drawn.lost.clone(),
@@ -588,5 +685,83 @@ mod tests {
             key(&drawn),
             key(&prepare(60, point, base.ps_nodes, 10, base.meta.seed, 0))
         );
+    }
+    /// Units that restore every block from one iteration are keyed within
+    /// the whole-state run key, which names the training spec and not the
+    /// blocks: the CNN's by-layer and by-shard partial panels (76 and 10
+    /// blocks) share them, at any point of the sweep, and nothing else.
+    #[test]
+    fn whole_state_units_are_keyed_without_their_blocks() {
+        use crate::policy::{RecoveryOutcome, Restoration};
+        let opts = DataOptions::default();
+        let data = stand_in();
+        let restored = |blocks: usize, from: &dyn Fn(u32) -> u32| Restoration {
+            blocks: (0..blocks as u32).map(|b| (b, from(b))).collect(),
+            outcome: RecoveryOutcome {
+                restored_blocks: blocks,
+                perturbation_norm: 0.0,
+                full_recovery_norm: 0.0,
+                mean_restored_age: 0.0,
+            },
+        };
+        // (run key, unit key) of trial `t`'s unit at point `p`, failing at
+        // T = 30 and restoring `restoration` (`None`: not found).
+        let key = |sc: &RecoveryScenario,
+                   blocks: usize,
+                   p: usize,
+                   t: usize,
+                   restoration: Option<Restoration>| {
+            let conv = Convergence {
+                criterion: 0.5,
+                max_iterations: sc.convergence.max_iterations,
+            };
+            let points = sc.points();
+            let mut prep = prepare(60, &points[p], sc.ps_nodes, blocks, sc.meta.seed, t);
+            prep.failure_iteration = 30;
+            prep.restoration = restoration;
+            let k = unit_key(sc, &points[p], t, &prep, blocks).unwrap();
+            let run = if k.whole_state {
+                RunKey::whole_state(sc, &data, &opts, &conv)
+            } else {
+                RunKey::new(sc, &data, &opts, &conv, blocks)
+            };
+            (run.unwrap().0, k)
+        };
+        let layer = load("scar-partial-cnn-bylayer-mnist");
+        let shard = load("scar-partial-cnn-byshard-mnist");
+        let whole = |n: usize, c: u32| Some(restored(n, &|_| c));
+        // Every block from x(20): the same key under both, at two points.
+        let a = key(&layer, 10, 0, 1, whole(10, 20));
+        assert!(a.1.whole_state);
+        assert_eq!(a, key(&shard, 76, 0, 1, whole(76, 20)));
+        assert_eq!(a, key(&shard, 76, 3, 1, whole(76, 20)));
+        // Another iteration, another T, another trial's data order (per
+        // trial): other keys.
+        assert_ne!(a, key(&shard, 76, 0, 1, whole(76, 0)));
+        let mut per_trial = shard.clone();
+        per_trial.data_order = crate::scenario::DataOrderMode::PerTrial;
+        assert_ne!(a, key(&per_trial, 76, 0, 1, whole(76, 20)));
+        let b = key(&per_trial, 76, 0, 2, whole(76, 20));
+        assert_ne!(key(&per_trial, 76, 0, 1, whole(76, 20)), b);
+        // Not every block, or not from one iteration: keyed in full, and
+        // the panels' keys differ.
+        let most = Some(Restoration {
+            blocks: restored(76, &|_| 20).blocks[1..].to_vec(),
+            ..restored(76, &|_| 20)
+        });
+        let mixed = Some(restored(76, &|b| if b == 0 { 0 } else { 20 }));
+        for r in [most, mixed] {
+            let k = key(&shard, 76, 0, 1, r);
+            assert!(!k.1.whole_state);
+            assert_ne!(k, key(&layer, 10, 0, 1, whole(10, 20)));
+            assert_ne!(k.0, a.0);
+        }
+        // Another model spec (learning rate): another whole-state run key.
+        let mut lr = layer.clone();
+        match &mut lr.model {
+            ModelSpec::Cnn(m) => m.learning_rate *= 2.0,
+            m => panic!("not a CNN: {m:?}"),
+        }
+        assert_ne!(a.0, key(&lr, 10, 0, 1, whole(10, 20)).0);
     }
 }

@@ -148,6 +148,29 @@ impl ModelSpec {
             ModelSpec::Mf { dataset, .. } => *dataset,
         }
     }
+
+    /// The spec with every knob that only cuts the parameters into blocks
+    /// set to one fixed value: two specs with the same training spec build
+    /// the same x(0) and step every whole state the same, bit for bit; only
+    /// their blocks differ. So a trial that restores every block from one
+    /// iteration c recovers to the same state under either, and runs the
+    /// same from there (the cross-scenario key of such trials names this
+    /// spec, not the spec as written).
+    ///
+    /// Only the CNN has such a knob, its [`Partitioning`]: its initialisation,
+    /// data order, step and metric read the flat parameter vector, and the
+    /// per-block Adam step counters are all c in a state restored whole from
+    /// x(c) (a unit test trains both partitionings side by side and compares
+    /// every value).
+    pub(crate) fn training_spec(&self) -> ModelSpec {
+        match self {
+            ModelSpec::Cnn(spec) => ModelSpec::Cnn(CnnSpec {
+                partitioning: Partitioning::ByLayer,
+                ..*spec
+            }),
+            other => other.clone(),
+        }
+    }
 }
 
 /// What was loaded for a model, beside the model itself.

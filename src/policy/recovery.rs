@@ -130,6 +130,18 @@ pub(crate) struct Restoration {
 }
 
 impl Restoration {
+    /// The iteration c when this restores every one of a model's `blocks`
+    /// blocks from x(c): the recovered state is then x(c)'s parameters
+    /// whole, however the model is cut into blocks.
+    pub(crate) fn whole_state_from(&self, blocks: usize) -> Option<u32> {
+        let (&(_, saved), _) = self.blocks.split_first()?;
+        // `blocks` increasing indices below `blocks` name every block.
+        let every_block = self.blocks.len() == blocks
+            && self.blocks.windows(2).all(|w| w[0].0 < w[1].0)
+            && self.blocks.iter().all(|&(b, _)| (b as usize) < blocks);
+        (every_block && self.blocks.iter().all(|&(_, s)| s == saved)).then_some(saved)
+    }
+
     /// `state` = x(T) (a copy of `trajectory[T]`) recovered: each restored
     /// block copied from the trajectory's state it was saved at, derived
     /// state rebuilt. Exactly what [`RecoveryPolicy::apply`] leaves.

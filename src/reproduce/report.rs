@@ -112,7 +112,9 @@ fn scenarios(w: &mut String, opts: &ReproduceOptions, entries: &[Entry]) -> Resu
             w,
             "Units shared from other scenarios: {shared} recovery trials had exactly the inputs \
              of a trial another scenario of this run had computed (same model, data, seed, \
-             convergence test, failure, checkpoint and lost blocks) and took its outcome instead \
+             convergence test, failure, checkpoint and lost blocks; or, for a trial that restores \
+             every block from one checkpoint, the same model up to its blocks, data, seed, \
+             convergence test, failure and checkpoint iteration) and took its outcome instead \
              of running; the CSV files are the same as with `--no-share-across`, which runs them \
              all. A scenario's CPU time does not include the trials it took.\n"
         )?;

@@ -186,15 +186,18 @@ impl RecoveryVisitor<'_> {
         let Some(cache) = self.opts.shared_outcomes.as_deref() else {
             return Ok(None);
         };
-        let Ok(run) = RunKey::new(sc, data, &self.opts.data, convergence, blocks) else {
+        let (Ok(run), Ok(whole)) = (
+            RunKey::new(sc, data, &self.opts.data, convergence, blocks),
+            RunKey::whole_state(sc, data, &self.opts.data, convergence),
+        ) else {
             return Ok(None);
         };
         let mut keys = vec![None; units.len()];
         for &u in mine {
             let (pi, t) = units[u];
-            keys[u] = Some(unit_key(sc, &points[pi], t, prep(u))?);
+            keys[u] = Some(unit_key(sc, &points[pi], t, prep(u), blocks)?);
         }
-        Ok(Some(RunShare::new(cache, run, keys)))
+        Ok(Some(RunShare::new(cache, [run, whole], keys)))
     }
 }
 

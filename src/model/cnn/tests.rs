@@ -573,3 +573,47 @@ fn the_softmax_terms_of_the_subset_loss_are_never_negative() {
         assert!(ln_f64(x) > 0.3, "ln({x})");
     }
 }
+
+/// [`ModelSpec::training_spec`](crate::model::ModelSpec::training_spec)'s
+/// claim: the partitioning only cuts the parameters into blocks. Both
+/// partitionings build the same x(0), step it to the same states, and a
+/// state with every block restored from x(c) steps on the same, bit for bit
+/// (the cross-scenario sharing of whole-state trials rests on it).
+#[test]
+fn partitionings_train_whole_states_alike() {
+    let flat = |s: &CnnState| {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        (bits(&s.w), bits(&s.m), bits(&s.v), s.losses.clone(), s.next_loss)
+    };
+    let run = |part: Partitioning| {
+        let m = small(part);
+        let mut ws = m.workspace();
+        let mut states = vec![m.init()];
+        for k in 0..4 {
+            let mut s = states[k].clone();
+            m.step(&mut s, ctx(k), &mut ws);
+            states.push(s);
+        }
+        // A failure at T = 4 restoring every block from x(2), then two steps.
+        let mut s = states[4].clone();
+        for b in 0..m.block_count() {
+            m.copy_block(&states[2], &mut s, b);
+        }
+        m.rebuild_derived(&mut s);
+        assert!(s.steps.iter().all(|&t| t == 2));
+        let mut metrics = Vec::new();
+        for k in 4..6 {
+            m.step(&mut s, ctx(k), &mut ws);
+            metrics.push(m.metric(&s, &mut ws).to_bits());
+        }
+        states.push(s);
+        (m.block_count(), states.iter().map(flat).collect::<Vec<_>>(), metrics)
+    };
+    let (n_layer, by_layer, m_layer) = run(Partitioning::ByLayer);
+    let (n_shard, by_shard, m_shard) = run(Partitioning::ByShard { shards: 8 });
+    assert!(n_shard > n_layer, "{n_layer} {n_shard}");
+    assert_eq!(by_layer, by_shard);
+    assert_eq!(m_layer, m_shard);
+    // The restored state is not simply x(4) or x(2) stepped on.
+    assert_ne!(by_layer[5], by_layer[4]);
+}

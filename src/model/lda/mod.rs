@@ -712,21 +712,28 @@ impl Model for Lda {
     fn rebuild_derived(&self, state: &mut LdaState) {
         let c = &self.corpus;
         let k = self.topics;
-        state.doc_topic.clear();
-        state.doc_topic.resize(c.docs() * k, 0);
-        for d in 0..c.docs() {
-            let row = &mut state.doc_topic[d * k..(d + 1) * k];
-            for &z in &state.assignments[c.offsets[d]..c.offsets[d + 1]] {
-                row[z as usize] += 1;
-            }
+        let LdaState {
+            assignments,
+            doc_topic,
+            word_topic,
+            topic_total,
+        } = state;
+        for (counts, len) in [
+            (&mut *doc_topic, c.docs() * k),
+            (&mut *word_topic, c.vocab_size() * k),
+            (&mut *topic_total, k),
+        ] {
+            counts.clear();
+            counts.resize(len, 0);
         }
-        state.word_topic.clear();
-        state.word_topic.resize(c.vocab_size() * k, 0);
-        state.topic_total.clear();
-        state.topic_total.resize(k, 0);
-        for (&z, &w) in state.assignments.iter().zip(&c.tokens) {
-            state.word_topic[w as usize * k + z as usize] += 1;
-            state.topic_total[z as usize] += 1;
+        // One pass over the tokens, document by document, fills all three.
+        for (d, row) in doc_topic.chunks_exact_mut(k).enumerate() {
+            let tokens = c.offsets[d]..c.offsets[d + 1];
+            for (&z, &w) in assignments[tokens.clone()].iter().zip(&c.tokens[tokens]) {
+                row[z as usize] += 1;
+                word_topic[w as usize * k + z as usize] += 1;
+                topic_total[z as usize] += 1;
+            }
         }
     }
 
