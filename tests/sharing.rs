@@ -53,7 +53,7 @@ fn sharing_across_scenarios_changes_no_byte() {
         .collect();
     assert!(names.len() >= 16, "{names:?}");
     let mut args = QUICK_REPRODUCE.to_vec();
-    args.extend(["--threads", "2", "--quiet", "--data-dir", "none"]);
+    args.extend(["--threads", "2", "--data-dir", "none"]);
     for n in &names {
         args.extend(["--only", n]);
     }
@@ -61,6 +61,7 @@ fn sharing_across_scenarios_changes_no_byte() {
     let off = [
         &args[..],
         &[
+            "--quiet",
             "--scenarios-at-once",
             "2",
             "--no-share-across",
@@ -69,10 +70,19 @@ fn sharing_across_scenarios_changes_no_byte() {
         ],
     ]
     .concat();
+    let mut logs = Vec::new();
     for a in [&on, &off] {
         let o = scarsim(&dir, a);
         assert!(o.status.success(), "scarsim {a:?}: {}", stderr(&o));
+        logs.push(stderr(&o));
     }
+    // The per-trial LDA panels (Reuters, 20 Newsgroups): each priority panel
+    // runs right after its partial panel and takes its 2 unperturbed runs.
+    assert!(
+        logs[0].contains("unperturbed runs shared: 2 scenario(s)"),
+        "{}",
+        logs[0]
+    );
     let (a, b) = (dir.join("on"), dir.join("off"));
     let files = csv_files(&a);
     assert!(files.len() >= 3 * names.len(), "{files:?}");
@@ -113,7 +123,10 @@ fn sharing_across_scenarios_changes_no_byte() {
         .iter()
         .map(|p| shared_units(&a, &format!("scar-partial-cnn-{p}-mnist")))
         .sum();
-    assert_eq!(cnn, 12, "whole-state units shared between the CNN's partitionings");
+    assert_eq!(
+        cnn, 12,
+        "whole-state units shared between the CNN's partitionings"
+    );
     let report = std::fs::read_to_string(a.join("REPORT.md")).unwrap();
     assert!(
         report.contains(&format!(

@@ -130,9 +130,22 @@ pub(super) fn share_identical<'a>(
 /// scenarios of this process, by [`RunKey`] and unit key (see the module
 /// documentation). Scenarios running at the same time may both compute an
 /// outcome neither found; it is the same outcome, so the second insert
-/// changes nothing. Also the long-run optima, by [`LongRunKey`].
+/// changes nothing. Also the long-run optima, by [`LongRunKey`], and the
+/// unperturbed runs of recovery scenarios, by [`BaselinesKey`].
+///
+/// A handle: [`SharedOutcomes::chain`] gives another handle on the same
+/// store whose own pins keep the unperturbed runs its scenarios used alive
+/// until it is dropped (see [`SharedOutcomes::baselines`]).
 #[derive(Default)]
 pub struct SharedOutcomes {
+    store: Arc<Store>,
+    /// The unperturbed runs this handle's scenarios used, kept alive while
+    /// the handle lives.
+    pins: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+}
+
+#[derive(Default)]
+struct Store {
     runs: Mutex<HashMap<String, HashMap<String, TrialOutcome>>>,
     /// x(N) by [`LongRunKey`]; each slot's lock is held while its state is
     /// computed, so a second scenario asking for it waits instead of
@@ -140,9 +153,16 @@ pub struct SharedOutcomes {
     long_runs: Mutex<HashMap<String, LongRunSlot>>,
     /// Long-run states handed to a scenario that did not compute them.
     long_runs_taken: AtomicUsize,
+    /// Unperturbed runs by [`BaselinesKey`], held weakly: alive while a
+    /// scenario or a handle's pins hold them. Each slot's lock is held while
+    /// they are computed.
+    baselines: Mutex<HashMap<String, BaselinesSlot>>,
+    /// Unperturbed runs handed to a scenario that did not compute them.
+    baselines_taken: AtomicUsize,
 }
 
 type LongRunSlot = Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>;
+type BaselinesSlot = Arc<Mutex<Option<std::sync::Weak<dyn Any + Send + Sync>>>>;
 
 impl std::fmt::Debug for SharedOutcomes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,6 +176,67 @@ impl SharedOutcomes {
         SharedOutcomes::default()
     }
 
+    /// Another handle on the same store, with pins of its own: the
+    /// unperturbed runs that scenarios run through it use stay alive until
+    /// it is dropped, so the next scenario of a chain run one after another
+    /// (`reproduce` runs a per-trial partial panel and its priority panel so)
+    /// takes them instead of computing them again, and no longer.
+    pub(crate) fn chain(&self) -> SharedOutcomes {
+        SharedOutcomes {
+            store: Arc::clone(&self.store),
+            pins: Mutex::default(),
+        }
+    }
+
+    /// The unperturbed runs `key` names: those another scenario of this
+    /// process computed, if a scenario or a chain still holds them, else
+    /// `compute()`'s. Either way this handle pins them. A failed
+    /// computation stores nothing.
+    pub(crate) fn baselines<T: Send + Sync + 'static>(
+        &self,
+        key: &BaselinesKey,
+        compute: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let slot = {
+            let mut map = self
+                .store
+                .baselines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            map.retain(|_, s| Arc::strong_count(s) > 1 || live(s));
+            Arc::clone(map.entry(key.0.clone()).or_default())
+        };
+        let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+        // The key names the model's type, so a live entry holds a `T`.
+        let found = held
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade)
+            .and_then(|any| any.downcast::<T>().ok());
+        let runs = match found {
+            Some(runs) => {
+                self.store.baselines_taken.fetch_add(1, Ordering::Relaxed);
+                runs
+            }
+            None => {
+                let runs = Arc::new(compute()?);
+                let any: Arc<dyn Any + Send + Sync> = runs.clone();
+                *held = Some(Arc::downgrade(&any));
+                runs
+            }
+        };
+        self.pins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(runs.clone());
+        Ok(runs)
+    }
+
+    /// Unperturbed runs ([`SharedOutcomes::baselines`]) a scenario took
+    /// instead of computing them.
+    pub(crate) fn baselines_taken(&self) -> usize {
+        self.store.baselines_taken.load(Ordering::Relaxed)
+    }
+
     /// Outcomes held.
     pub(crate) fn len(&self) -> usize {
         self.lock().values().map(HashMap::len).sum()
@@ -164,7 +245,7 @@ impl SharedOutcomes {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, TrialOutcome>>> {
         // A panic elsewhere while holding the lock leaves the map consistent
         // (every change is one insert).
-        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+        self.store.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// x(N) of the run `key` names: the stored state if another scenario of
@@ -176,13 +257,17 @@ impl SharedOutcomes {
         compute: impl FnOnce() -> Result<S>,
     ) -> Result<S> {
         let slot = {
-            let mut map = self.long_runs.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .store
+                .long_runs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             Arc::clone(map.entry(key.0.clone()).or_default())
         };
         let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
         // The key names the model's type, so a stored state has type `S`.
         if let Some(state) = held.as_ref().and_then(|s| s.downcast_ref::<S>()) {
-            self.long_runs_taken.fetch_add(1, Ordering::Relaxed);
+            self.store.long_runs_taken.fetch_add(1, Ordering::Relaxed);
             return Ok(state.clone());
         }
         let state = compute()?;
@@ -193,7 +278,7 @@ impl SharedOutcomes {
     /// Long-run states ([`SharedOutcomes::long_run`]) a scenario took
     /// instead of computing them.
     pub(crate) fn long_runs_taken(&self) -> usize {
-        self.long_runs_taken.load(Ordering::Relaxed)
+        self.store.long_runs_taken.load(Ordering::Relaxed)
     }
 
     /// Stores `outcomes` (unit key, outcome) of `run`.
@@ -423,6 +508,61 @@ impl LongRunKey {
         serde_json::to_string(&parts)
             .map(LongRunKey)
             .context("cannot key the long run")
+    }
+}
+
+/// Whether a baselines slot still holds live runs (a slot nobody waits on
+/// and whose runs are gone is dropped from the map).
+fn live(slot: &BaselinesSlot) -> bool {
+    slot.try_lock()
+        .map(|held| held.as_ref().is_some_and(|w| w.strong_count() > 0))
+        .unwrap_or(true)
+}
+
+/// What a recovery scenario's unperturbed runs depend on: the model's type
+/// and spec, the scenario seed, the data used, the convergence test as
+/// resolved, and each run's seed (one for a shared data order, one per trial
+/// for a per-trial order). Not the scenario's points, checkpoints or
+/// failures: an unperturbed run has none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BaselinesKey(String);
+
+#[derive(Serialize)]
+struct BaselinesParts<'a> {
+    #[serde(flatten)]
+    identity: DataIdentity<'a>,
+    model_type: &'static str,
+    criterion_used: u64,
+    max_iterations: usize,
+    run_seeds: &'a [u64],
+}
+
+impl BaselinesKey {
+    /// The key of the runs of a `M` built from `sc`'s model on `data`
+    /// (obtained with `data_opts`) to `convergence`, one per seed of
+    /// `run_seeds`.
+    pub(super) fn new<M>(
+        sc: &RecoveryScenario,
+        data: &DataUsed,
+        data_opts: &DataOptions,
+        convergence: &Convergence,
+        run_seeds: &[u64],
+    ) -> Result<BaselinesKey> {
+        let parts = BaselinesParts {
+            identity: DataIdentity::new(&sc.model, sc.meta.seed, data, data_opts),
+            model_type: std::any::type_name::<M>(),
+            criterion_used: convergence.criterion.to_bits(),
+            max_iterations: convergence.max_iterations,
+            run_seeds,
+        };
+        serde_json::to_string(&parts)
+            .map(BaselinesKey)
+            .with_context(|| {
+                format!(
+                    "scenario `{}`: cannot key its unperturbed runs",
+                    sc.meta.name
+                )
+            })
     }
 }
 
@@ -763,5 +903,45 @@ mod tests {
             m => panic!("not a CNN: {m:?}"),
         }
         assert_ne!(a.0, key(&lr, 10, 0, 1, whole(10, 20)).0);
+    }
+    /// Unperturbed runs are computed once while a scenario or a chain holds
+    /// them, and go when none does; a failed computation stores nothing.
+    #[test]
+    fn unperturbed_runs_live_while_a_chain_pins_them() {
+        let store = SharedOutcomes::new();
+        let key = BaselinesKey("runs".into());
+        let other = BaselinesKey("other runs".into());
+        let computed = std::sync::atomic::AtomicUsize::new(0);
+        let compute = |v: u32| {
+            computed.fetch_add(1, Ordering::Relaxed);
+            Ok(vec![v])
+        };
+        let chain = store.chain();
+        let a = chain.baselines(&key, || compute(1)).unwrap();
+        // Within the chain, after the scenario dropped its own handle.
+        drop(a);
+        let b = chain.baselines(&key, || compute(2)).unwrap();
+        assert_eq!(*b, vec![1]);
+        // Another chain, while the first lives; another key is computed.
+        let second = store.chain();
+        assert_eq!(*second.baselines(&key, || compute(3)).unwrap(), vec![1]);
+        assert_eq!(*second.baselines(&other, || compute(4)).unwrap(), vec![4]);
+        assert_eq!(computed.load(Ordering::Relaxed), 2);
+        assert_eq!(store.baselines_taken(), 2);
+        // Nobody holds them any more: computed again.
+        drop((b, chain, second));
+        let third = store.chain();
+        assert_eq!(*third.baselines(&key, || compute(5)).unwrap(), vec![5]);
+        assert_eq!(computed.load(Ordering::Relaxed), 3);
+        // A failure stores nothing; the next request computes.
+        let failed = third.baselines::<Vec<u32>>(&other, || anyhow::bail!("no data"));
+        assert!(failed.is_err());
+        assert_eq!(*third.baselines(&other, || compute(6)).unwrap(), vec![6]);
+        // Dead slots leave the map.
+        drop(third);
+        let _ = store
+            .chain()
+            .baselines(&BaselinesKey("x".into()), || compute(7));
+        assert!(store.store.baselines.lock().unwrap().len() <= 1);
     }
 }

@@ -339,6 +339,14 @@ pub(crate) fn reproduce(
                  of this run (same model, data, seed, data order and N)"
             ));
         }
+        let taken = cache.outcomes.as_ref().map_or(0, |o| o.baselines_taken());
+        if taken > 0 {
+            log(&format!(
+                "unperturbed runs shared: {taken} scenario(s) took their unperturbed runs from \
+                 another scenario of this run (same model, data, seed, convergence test and data \
+                 orders)"
+            ));
+        }
         done
     } else {
         let done: Vec<(Entry, Vec<PathBuf>)> = jobs
@@ -451,8 +459,44 @@ fn with_figures(mut entry: Entry, log: &(dyn Fn(&str) + Sync)) -> (Entry, Vec<Pa
     (entry, files)
 }
 
+/// `jobs` in the chains [`run_all`] runs them in: each chain is run one job
+/// after another by one pool, in the order of its first job. A chain holds
+/// the recovery scenarios with a per-trial data order whose unperturbed runs
+/// would be the same (the same model, seed, trial count and convergence
+/// test as written: a partial panel and its priority panel), so that the
+/// second takes the first's runs, kept alive by the chain
+/// ([`SharedOutcomes::chain`]), and the trials the first computed; every
+/// other job is a chain of its own. The grouping only decides the order;
+/// what is shared is decided by the exact keys
+/// ([`experiment::shared_outcomes`]).
+fn chains(jobs: &[Job], opts: &ReproduceOptions) -> Vec<Vec<usize>> {
+    let partner = |job: &Job| match scenario::parse(&job.text, &job.origin).ok()? {
+        Scenario::Recovery(r) if r.data_order == scenario::DataOrderMode::PerTrial => {
+            Some(format!(
+                "{:?}|{}|{}|{:?}|{:?}",
+                r.model,
+                r.meta.seed,
+                opts.trials().unwrap_or(r.meta.trials),
+                r.convergence,
+                r.synthetic_criterion,
+            ))
+        }
+        _ => None,
+    };
+    let mut chains: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let key = partner(job);
+        match chains.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
+            Some((_, members)) => members.push(i),
+            None => chains.push((key, vec![i])),
+        }
+    }
+    chains.into_iter().map(|(_, members)| members).collect()
+}
+
 /// Runs `jobs` ([`ReproduceOptions::at_once`] at a time, each in its own
-/// pool) and draws their figures; the entries come back in `jobs`' order.
+/// pool, in [`chains`]) and draws their figures; the entries come back in
+/// `jobs`' order.
 fn run_all(
     jobs: &[Job],
     opts: &ReproduceOptions,
@@ -461,7 +505,8 @@ fn run_all(
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(Vec<Entry>, Vec<Vec<PathBuf>>)> {
-    let lanes = opts.at_once.clamp(1, jobs.len().max(1));
+    let chains = chains(jobs, opts);
+    let lanes = opts.at_once.clamp(1, chains.len().max(1));
     let pools = (0..lanes)
         .map(|_| worker_pool(opts.threads, Some(experiment::cpu::PoolClock::new())))
         .collect::<Result<Vec<_>>>()?;
@@ -471,14 +516,19 @@ fn run_all(
         std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for pool in &pools {
-            let (next, done) = (&next, &done);
+            let (next, done, chains) = (&next, &done, &chains);
             scope.spawn(move || {
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(job) = jobs.get(i) else { break };
-                    let entry = run_one(job, opts, scale, pool, cache, progress, log);
-                    let drawn = with_figures(entry, log);
-                    done.lock().expect("entries")[i] = Some(drawn);
+                    let c = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(chain) = chains.get(c) else { break };
+                    // Dropped after the chain: its pinned unperturbed runs go.
+                    let outcomes = cache.outcomes.as_ref().map(|o| Arc::new(o.chain()));
+                    for &i in chain {
+                        let entry =
+                            run_one(&jobs[i], opts, scale, pool, cache, &outcomes, progress, log);
+                        let drawn = with_figures(entry, log);
+                        done.lock().expect("entries")[i] = Some(drawn);
+                    }
                 }
             });
         }
@@ -604,12 +654,14 @@ fn failed_entry(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     job: &Job,
     opts: &ReproduceOptions,
     scale: f64,
     pool: &rayon::ThreadPool,
     cache: &Caches,
+    outcomes: &Option<Arc<SharedOutcomes>>,
     progress: &(dyn Fn(&str, u64) -> ProgressBar + Sync),
     log: &(dyn Fn(&str) + Sync),
 ) -> Entry {
@@ -651,7 +703,10 @@ fn run_one(
             &sc,
             &origin,
             &text,
-            &cache.options(run_opts.clone()),
+            &RunOptions {
+                shared_outcomes: outcomes.clone(),
+                ..run_opts.clone()
+            },
             &cache.data,
             &bar,
             opts.resume,

@@ -16,7 +16,9 @@ use serde_json::json;
 
 use super::budget::mul;
 use super::kind::Experiment;
-use super::shared_outcomes::{RunKey, RunShare, TrialKey, share_identical, take_shared, unit_key};
+use super::shared_outcomes::{
+    BaselinesKey, RunKey, RunShare, TrialKey, share_identical, take_shared, unit_key,
+};
 use super::tasks::decode_records;
 use super::units::Driver;
 use super::{Outcome, RawResult, RunOptions};
@@ -201,13 +203,39 @@ impl RecoveryVisitor<'_> {
     }
 }
 
+impl RecoveryVisitor<'_> {
+    /// The scenario's unperturbed runs ([`baselines_for`]); across scenarios
+    /// (`reproduce`), taken from another scenario that computed exactly the
+    /// same runs while it or its chain still holds them
+    /// ([`SharedOutcomes::baselines`](super::shared_outcomes::SharedOutcomes::baselines)):
+    /// a per-trial partial panel's 100 runs serve its priority panel too.
+    fn baselines<M: Model>(
+        &self,
+        model: &M,
+        data: &DataUsed,
+        convergence: &Convergence,
+    ) -> Result<std::sync::Arc<Vec<Baseline<M::State>>>> {
+        let sc = self.scenario;
+        let compute = || baselines_for(model, sc, convergence);
+        let Some(cache) = self.opts.shared_outcomes.as_deref() else {
+            return compute().map(std::sync::Arc::new);
+        };
+        let seeds = baseline_seeds(sc);
+        match BaselinesKey::new::<M>(sc, data, &self.opts.data, convergence, &seeds) {
+            Ok(key) => cache.baselines(&key, compute),
+            // A run whose inputs cannot be keyed shares nothing.
+            Err(_) => compute().map(std::sync::Arc::new),
+        }
+    }
+}
+
 impl ModelVisitor for RecoveryVisitor<'_> {
     type Output = Result<RawResult>;
 
     fn visit<M: Model>(self, model: &M, data: &DataUsed) -> Result<RawResult> {
         let sc = self.scenario;
         let convergence = convergence_for(model, sc, data);
-        let baselines = baselines_for(model, sc, &convergence)?;
+        let baselines = self.baselines(model, data, &convergence)?;
         let baseline_index = |t: usize| baseline_index(sc, t);
         let points = sc.points();
         check_failure_times(&points, &baselines)?;
@@ -336,6 +364,15 @@ impl ModelVisitor for RecoveryVisitor<'_> {
 
 /// The unperturbed runs of `sc`: one for a shared data order, one per trial
 /// (its own order) for a per-trial one.
+/// The seeds of `sc`'s unperturbed runs' data orders: one for a shared
+/// order, one per trial for a per-trial order.
+fn baseline_seeds(sc: &RecoveryScenario) -> Vec<u64> {
+    match sc.data_order {
+        DataOrderMode::Shared => vec![run_seed(sc, 0)],
+        DataOrderMode::PerTrial => (0..sc.meta.trials).map(|t| run_seed(sc, t)).collect(),
+    }
+}
+
 fn baselines_for<M: Model>(
     model: &M,
     sc: &RecoveryScenario,
@@ -343,10 +380,7 @@ fn baselines_for<M: Model>(
 ) -> Result<Vec<Baseline<M::State>>> {
     Ok(match sc.data_order {
         DataOrderMode::Shared => vec![run_baseline(model, convergence, run_seed(sc, 0))?],
-        DataOrderMode::PerTrial => {
-            let seeds: Vec<u64> = (0..sc.meta.trials).map(|t| run_seed(sc, t)).collect();
-            run_baselines(model, convergence, &seeds)?
-        }
+        DataOrderMode::PerTrial => run_baselines(model, convergence, &baseline_seeds(sc))?,
     })
 }
 

@@ -583,7 +583,13 @@ fn the_softmax_terms_of_the_subset_loss_are_never_negative() {
 fn partitionings_train_whole_states_alike() {
     let flat = |s: &CnnState| {
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        (bits(&s.w), bits(&s.m), bits(&s.v), s.losses.clone(), s.next_loss)
+        (
+            bits(&s.w),
+            bits(&s.m),
+            bits(&s.v),
+            s.losses.clone(),
+            s.next_loss,
+        )
     };
     let run = |part: Partitioning| {
         let m = small(part);
@@ -607,7 +613,11 @@ fn partitionings_train_whole_states_alike() {
             metrics.push(m.metric(&s, &mut ws).to_bits());
         }
         states.push(s);
-        (m.block_count(), states.iter().map(flat).collect::<Vec<_>>(), metrics)
+        (
+            m.block_count(),
+            states.iter().map(flat).collect::<Vec<_>>(),
+            metrics,
+        )
     };
     let (n_layer, by_layer, m_layer) = run(Partitioning::ByLayer);
     let (n_shard, by_shard, m_shard) = run(Partitioning::ByShard { shards: 8 });
