@@ -460,28 +460,41 @@ fn with_figures(mut entry: Entry, log: &(dyn Fn(&str) + Sync)) -> (Entry, Vec<Pa
 }
 
 /// `jobs` in the chains [`run_all`] runs them in: each chain is run one job
-/// after another by one pool, in the order of its first job. A chain holds
-/// the recovery scenarios with a per-trial data order whose unperturbed runs
-/// would be the same (the same model, seed, trial count and convergence
-/// test as written: a partial panel and its priority panel), so that the
-/// second takes the first's runs, kept alive by the chain
-/// ([`SharedOutcomes::chain`]), and the trials the first computed; every
-/// other job is a chain of its own. The grouping only decides the order;
-/// what is shared is decided by the exact keys
+/// after another by one pool, in the order of its first job, so that a
+/// later member finds what an earlier one computed (two scenarios running
+/// at the same time would each compute it). A chain holds the recovery
+/// scenarios that share work:
+/// - with a per-trial data order, the same unperturbed runs (the same
+///   training spec, seed, trial count and convergence test as written: a
+///   partial panel and its priority panel), which the chain keeps alive
+///   ([`SharedOutcomes::chain`]) for the next member to take;
+/// - with a shared order, the same scenario but for its names and how the
+///   model is cut into blocks (the CNN's by-layer and by-shard panels),
+///   whose full-recovery trials are the same.
+///
+/// Every other job is a chain of its own. The grouping only decides the
+/// order; what is shared is decided by the exact keys
 /// ([`experiment::shared_outcomes`]).
 fn chains(jobs: &[Job], opts: &ReproduceOptions) -> Vec<Vec<usize>> {
-    let partner = |job: &Job| match scenario::parse(&job.text, &job.origin).ok()? {
-        Scenario::Recovery(r) if r.data_order == scenario::DataOrderMode::PerTrial => {
-            Some(format!(
-                "{:?}|{}|{}|{:?}|{:?}",
-                r.model,
-                r.meta.seed,
-                opts.trials().unwrap_or(r.meta.trials),
-                r.convergence,
-                r.synthetic_criterion,
-            ))
-        }
-        _ => None,
+    let partner = |job: &Job| {
+        let Scenario::Recovery(mut r) = scenario::parse(&job.text, &job.origin).ok()? else {
+            return None;
+        };
+        r.meta.trials = opts.trials().unwrap_or(r.meta.trials);
+        r.model = r.model.training_spec();
+        Some(match r.data_order {
+            scenario::DataOrderMode::PerTrial => format!(
+                "runs|{:?}|{}|{}|{:?}|{:?}",
+                r.model, r.meta.seed, r.meta.trials, r.convergence, r.synthetic_criterion,
+            ),
+            scenario::DataOrderMode::Shared => {
+                r.meta.name.clear();
+                r.meta.title.clear();
+                r.meta.paper = None;
+                r.alternatives.clear();
+                format!("blocks|{r:?}")
+            }
+        })
     };
     let mut chains: Vec<(Option<String>, Vec<usize>)> = Vec::new();
     for (i, job) in jobs.iter().enumerate() {

@@ -3,9 +3,8 @@
 use super::report::link;
 use super::*;
 
-#[test]
-fn quick_defaults_and_overrides() {
-    let mut o = ReproduceOptions {
+fn options() -> ReproduceOptions {
+    ReproduceOptions {
         quick: true,
         data_dir: "data".into(),
         synthetic: false,
@@ -21,7 +20,12 @@ fn quick_defaults_and_overrides() {
         share_across: true,
         robustness: false,
         readings: Vec::new(),
-    };
+    }
+}
+
+#[test]
+fn quick_defaults_and_overrides() {
+    let mut o = options();
     assert_eq!(o.trials(), Some(QUICK_TRIALS));
     assert_eq!(o.scale(), QUICK_SCALE);
     o.quick = false;
@@ -75,4 +79,42 @@ fn first_repeat_names_the_second_occurrence_of_the_earliest_repeat() {
     assert_eq!(first_repeat(&[3, 1, 3]), Some(&3));
     let only = ["a".to_string(), "b".to_string(), "a".to_string()];
     assert_eq!(first_repeat(&only).map(String::as_str), Some("a"));
+}
+
+/// The bundled scenarios that share work run as chains: each per-trial LDA
+/// partial panel with its priority panel (the same unperturbed runs), and
+/// the CNN panels that differ only in their blocks (the same full-recovery
+/// trials); every other scenario alone, and every scenario once.
+#[test]
+fn scenarios_that_share_work_run_as_chains() {
+    let names: Vec<&'static str> = bundled::names().collect();
+    let jobs: Vec<Job> = names.iter().map(|n| Job::bundled(n)).collect();
+    let chains = chains(&jobs, &options());
+    let mut seen: Vec<usize> = chains.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..jobs.len()).collect::<Vec<_>>());
+    let mut long: Vec<Vec<&str>> = chains
+        .iter()
+        .filter(|c| c.len() > 1)
+        .map(|c| c.iter().map(|&i| names[i]).collect())
+        .collect();
+    long.sort();
+    assert_eq!(
+        long,
+        [
+            [
+                "scar-partial-cnn-bylayer-mnist",
+                "scar-partial-cnn-byshard-mnist"
+            ],
+            ["scar-partial-lda-20news", "scar-priority-lda-20news"],
+            ["scar-partial-lda-reuters", "scar-priority-lda-reuters"],
+            [
+                "scar-priority-cnn-bylayer-mnist",
+                "scar-priority-cnn-byshard-mnist"
+            ],
+        ]
+    );
+    // Chains start where their first member stands.
+    let firsts: Vec<usize> = chains.iter().map(|c| c[0]).collect();
+    assert!(firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
 }

@@ -201,9 +201,7 @@ impl RecoveryVisitor<'_> {
         }
         Ok(Some(RunShare::new(cache, [run, whole], keys)))
     }
-}
 
-impl RecoveryVisitor<'_> {
     /// The scenario's unperturbed runs ([`baselines_for`]); across scenarios
     /// (`reproduce`), taken from another scenario that computed exactly the
     /// same runs while it or its chain still holds them
@@ -362,8 +360,6 @@ impl ModelVisitor for RecoveryVisitor<'_> {
     }
 }
 
-/// The unperturbed runs of `sc`: one for a shared data order, one per trial
-/// (its own order) for a per-trial one.
 /// The seeds of `sc`'s unperturbed runs' data orders: one for a shared
 /// order, one per trial for a per-trial order.
 fn baseline_seeds(sc: &RecoveryScenario) -> Vec<u64> {
@@ -373,6 +369,8 @@ fn baseline_seeds(sc: &RecoveryScenario) -> Vec<u64> {
     }
 }
 
+/// The unperturbed runs of `sc`: one for a shared data order, one per trial
+/// (its own order) for a per-trial one.
 fn baselines_for<M: Model>(
     model: &M,
     sc: &RecoveryScenario,
