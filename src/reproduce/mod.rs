@@ -249,10 +249,12 @@ struct Caches {
 }
 
 impl Caches {
-    /// `run_opts` with this reproduction's shared outcomes.
+    /// `run_opts` with this reproduction's shared outcomes, through a handle
+    /// of the scenario's own ([`SharedOutcomes::chain`]): the unperturbed
+    /// runs it pins go when the scenario's options do.
     fn options(&self, run_opts: RunOptions) -> RunOptions {
         RunOptions {
-            shared_outcomes: self.outcomes.clone(),
+            shared_outcomes: self.outcomes.as_ref().map(|o| Arc::new(o.chain())),
             ..run_opts
         }
     }
